@@ -1,0 +1,64 @@
+"""The ``slurmrl`` command line.
+
+Subcommands are imported only when invoked (click's lazy-group pattern), so
+``slurmrl daemon --help`` on a controller never pays for torch or pandas.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from slurmrl import __version__
+from slurmrl.errors import SlurmrlError
+
+# name -> "module:attribute" of the click command
+COMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("slurmrl.cli.simulate:simulate", "Replay a trace on a cluster under one policy."),
+    "compare": ("slurmrl.cli.simulate:compare", "Replay a trace under several policies and tabulate them."),
+    "policies": ("slurmrl.cli.policies:policies", "List registered policies and placements."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[cmd_name]
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Summaries come from the table so --help imports no subcommand module.
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except SlurmrlError as exc:
+            raise click.ClickException(exc.format()) from None
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="slurmrl")
+def main() -> None:
+    """Scheduling policies for deep-learning GPU jobs on Slurm clusters.
+
+    Replay DL job traces offline to compare policies, then run the chosen
+    policy beside slurmctld with the daemon.
+    """
+
+
+def run() -> None:  # pragma: no cover - console-script shim
+    main(prog_name="slurmrl")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

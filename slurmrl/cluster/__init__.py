@@ -1,0 +1,6 @@
+"""Cluster hardware model: racks, nodes, GPUs, links, and free-GPU bookkeeping."""
+
+from slurmrl.cluster.model import Cluster, LinkTier, Node, NodeAlloc, Placement, Rack
+from slurmrl.cluster.pool import GpuPool
+
+__all__ = ["Cluster", "GpuPool", "LinkTier", "Node", "NodeAlloc", "Placement", "Rack"]

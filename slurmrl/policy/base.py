@@ -1,0 +1,94 @@
+"""The policy interface and the ordering + placement composition.
+
+Scheduling is split in stages, each a small object with one method:
+an *ordering* ranks the pending queue, a *placement* picks GPUs for one job,
+and :class:`OrderedScheduler` walks the ranking, asks the placement for each
+job and decides what starts (with optional EASY backfill). Whole-policy
+implementations (for example RL agents that also choose placement) implement
+:class:`Policy` directly.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping, Protocol, runtime_checkable
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+
+
+@runtime_checkable
+class Policy(Protocol):
+    name: str
+    # False for policies that read true durations (bounds, never deployed).
+    deployable: bool
+
+    def decide(self, view: ClusterView) -> Decisions: ...
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        """Give an oracle policy the true durations; others ignore it."""
+        ...
+
+
+class Ordering(Protocol):
+    def order(self, view: ClusterView) -> Iterable[JobView]:
+        """Pending jobs, most urgent first. May return ``view.pending`` itself."""
+        ...
+
+
+class PlacementPolicy(Protocol):
+    name: str
+
+    def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
+        """GPUs for ``job`` among ``pool``'s free ones, or None if it cannot start now."""
+        ...
+
+
+class OrderedScheduler:
+    """Start jobs in the ordering's rank, placing each with ``placement``.
+
+    Without backfill the first job that cannot be placed blocks the rest
+    (strict priority, as Slurm's main scheduler does within a partition).
+    Subclasses add backfill or preemption by overriding :meth:`after_blocked`.
+    """
+
+    deployable = True
+
+    def __init__(self, name: str, ordering: Ordering, placement: PlacementPolicy) -> None:
+        self.name = name
+        self.ordering = ordering
+        self.placement = placement
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        bind = getattr(self.ordering, "bind_oracle", None)
+        if bind is not None:
+            bind(durations)
+
+    def decide(self, view: ClusterView) -> Decisions:
+        ranked = self.ordering.order(view)
+        order = JobIds(ranked)
+        if view.pool.total_free == 0:
+            return Decisions(order=order)
+        pool = view.pool.copy()
+        starts: list[Start] = []
+        queue = iter(ranked)
+        for job in queue:
+            if pool.total_free == 0:
+                break
+            placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
+            if placement is None:
+                starts.extend(self.after_blocked(view, pool, job, queue))
+                break
+            pool.allocate(placement)
+            starts.append(Start(job.job_id, placement))
+        return Decisions(order=order, starts=tuple(starts))
+
+    def after_blocked(
+        self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
+    ) -> list[Start]:
+        """Jobs to start from ``rest`` once ``head`` could not be placed; none by default.
+
+        ``pool`` already holds the GPUs given to the jobs started before
+        ``head``; an override must allocate what it starts from it.
+        """
+        return []

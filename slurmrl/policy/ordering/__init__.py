@@ -1,0 +1,1 @@
+"""Queue orderings: each ranks the pending jobs by what Slurm knows of them."""

@@ -1,0 +1,1 @@
+"""Placement heuristics: choose which free GPUs a job gets."""

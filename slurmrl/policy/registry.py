@@ -1,0 +1,102 @@
+"""Policies and placements by name.
+
+Entries point at ``module:factory`` strings so that listing names, or running
+a heuristic, never imports the modules of other policies (the RL ones pull in
+torch). An unknown name is answered with the closest registered ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from slurmrl.errors import PolicyError
+from slurmrl.policy.base import PlacementPolicy, Policy
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    target: str  # "package.module:factory"
+    summary: str
+    deployable: bool = True  # False: uses true durations, a bound only
+    default_placement: str = "first-fit"
+
+    def load(self) -> Callable[..., object]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+POLICIES: dict[str, Entry] = {}
+PLACEMENTS: dict[str, Entry] = {}
+
+
+def register_policy(
+    name: str, target: str, summary: str, *, deployable: bool = True, default_placement: str = "first-fit"
+) -> None:
+    """Register a policy factory ``f(placement: PlacementPolicy) -> Policy``."""
+    POLICIES[name] = Entry(name, target, summary, deployable, default_placement)
+
+
+def register_placement(name: str, target: str, summary: str) -> None:
+    """Register a placement factory ``f() -> PlacementPolicy``."""
+    PLACEMENTS[name] = Entry(name, target, summary)
+
+
+def _unknown(kind: str, name: str, known: dict[str, Entry]) -> PolicyError:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
+    return PolicyError(
+        f"unknown {kind} '{name}'; known: {', '.join(sorted(known))}",
+        hint=hint,
+    )
+
+
+def placement_entry(name: str) -> Entry:
+    _load_builtins()
+    if name not in PLACEMENTS:
+        raise _unknown("placement", name, PLACEMENTS)
+    return PLACEMENTS[name]
+
+
+def policy_entry(name: str) -> Entry:
+    _load_builtins()
+    if name not in POLICIES:
+        raise _unknown("policy", name, POLICIES)
+    return POLICIES[name]
+
+
+def make_placement(name: str) -> PlacementPolicy:
+    return placement_entry(name).load()()  # type: ignore[return-value]
+
+
+def make_policy(name: str, placement: str | None = None) -> Policy:
+    """Build policy ``name``; ``placement`` overrides its default placement."""
+    entry = policy_entry(name)
+    place = make_placement(placement or entry.default_placement)
+    policy = entry.load()(place)
+    return policy  # type: ignore[return-value]
+
+
+def policy_names() -> list[str]:
+    _load_builtins()
+    return sorted(POLICIES)
+
+
+def placement_names() -> list[str]:
+    _load_builtins()
+    return sorted(PLACEMENTS)
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the modules that register the shipped policies (cheap ones only)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    importlib.import_module("slurmrl.policy.builtin")

@@ -1,0 +1,130 @@
+"""What a policy sees and what it returns.
+
+The simulator and the daemon each build a :class:`ClusterView` (from the
+event engine's state, or from one Slurm snapshot) and apply the
+:class:`Decisions` that come back. Nothing in here carries a job's true
+duration: a deployable policy sees only what Slurm knows at decision time.
+Oracle policies, which are bounds and never deployed, get durations through
+:meth:`Policy.bind_oracle` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Collection, Iterable, Iterator, Sequence
+
+from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.pool import GpuPool
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    job_id: str
+    gpus: int
+    submit_time: float
+    user: str = ""
+    group: str = ""  # VC, account or partition: the fair-share unit
+    time_limit: float | None = None  # seconds, as the user asked
+    name: str = ""
+    model: str = ""  # model class when known ("" otherwise)
+    num_nodes: int | None = None  # node count the user asked for, if any
+    gpu_type: str = ""  # required GPU type, if any
+    start_time: float | None = None  # set for running jobs
+    placement: Placement | None = None  # set for running jobs
+    attained_service: float = 0.0  # GPU-seconds run before the current start (preempted jobs)
+    preemptions: int = 0
+
+    def waited(self, now: float) -> float:
+        return max(0.0, now - self.submit_time)
+
+    def service(self, now: float) -> float:
+        """GPU-seconds received so far: what Tiresias-style LAS ranks by."""
+        ran = (now - self.start_time) if self.start_time is not None else 0.0
+        return self.attained_service + self.gpus * max(0.0, ran)
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedJob:
+    """A job that left the system since the previous decision.
+
+    History-based estimators (QSSF) learn from these; ``run_time`` is what
+    Slurm's accounting reports as elapsed, known only after the fact.
+    """
+
+    job: JobView
+    end_time: float
+    run_time: float
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    now: float
+    cluster: Cluster
+    pool: GpuPool  # read-only: arrays refuse writes; call .copy() for scratch work
+    # Pending jobs in arrival order (a requeued job goes to the back, as after
+    # a Slurm requeue). A Collection, not a list: the simulator hands over
+    # its live queue so a pass over thousands of jobs costs no copy.
+    pending: Collection[JobView]
+    running: Collection[JobView]
+    finished: Sequence[FinishedJob] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: str
+    placement: Placement
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """A policy's answer for one decision point.
+
+    ``order`` ranks pending jobs, first = most urgent; the daemon maps it to
+    priorities. ``starts`` are the jobs to run now with their GPUs, in the
+    order they were chosen; the daemon maps them to required node lists.
+    ``preempt`` lists running jobs to stop (the simulator requeues them).
+    """
+
+    order: Sequence[str] = ()
+    starts: tuple[Start, ...] = ()
+    preempt: tuple[str, ...] = ()
+    # Ask to be consulted again at this time even if no job arrives or ends
+    # (Tiresias-style queue demotions happen between events).
+    wake_at: float | None = None
+    info: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+class JobIds(Sequence[str]):
+    """Job ids of a ranking, materialised on first use.
+
+    A scheduling pass usually stops after a handful of jobs; building the
+    full id tuple of a 10,000-job queue on every pass would dominate the
+    simulator's run time, and only the daemon reads it.
+    """
+
+    __slots__ = ("_ranked", "_ids")
+
+    def __init__(self, ranked: Iterable[JobView]) -> None:
+        self._ranked = ranked
+        self._ids: tuple[str, ...] | None = None
+
+    def _materialise(self) -> tuple[str, ...]:
+        if self._ids is None:
+            self._ids = tuple(j.job_id for j in self._ranked)
+            self._ranked = ()
+        return self._ids
+
+    def __len__(self) -> int:
+        return len(self._materialise())
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._materialise()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._materialise())
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"JobIds({list(self)!r})"

@@ -1,0 +1,387 @@
+"""Trace replay: the simulator backend of the policy interface.
+
+The :class:`Simulator` owns the cluster state and the event queue. It hands a
+:class:`~slurmrl.policy.view.ClusterView` out at each decision point and
+applies the :class:`~slurmrl.policy.view.Decisions` that come back; the Slurm
+daemon does the same two things against a live controller. Policies never
+learn which of the two they talk to.
+
+Job progress is measured in *ideal seconds*: a trace's duration is the run
+time under the best placement this cluster allows, and a running job advances
+at ``speed <= 1`` given its placement and its neighbours (from
+:class:`~slurmrl.perf.PerformanceModel`). Whenever a job starts or stops, the
+speeds of the jobs that share a node with it (or a rack switch, for
+multi-node jobs) are recomputed and their completions rescheduled.
+"""
+
+from __future__ import annotations
+
+import math
+import time as wallclock
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
+
+from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.errors import PolicyError
+from slurmrl.perf import PerformanceModel, canonical_model, model_for
+from slurmrl.policy.base import Policy
+from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
+from slurmrl.sim.records import JobRecord, Sample
+from slurmrl.traces.schema import Trace, TraceJob
+
+# Checkpoint-and-restore cost charged to a preempted job when it restarts.
+# Tiresias (Gu et al., NSDI'19) and Gandiva (Xiao et al., OSDI'18) report
+# suspend/resume of DL jobs taking from about a second to tens of seconds
+# depending on model size; 30 s is a middle-of-the-range default.
+DEFAULT_RESTART_OVERHEAD_S = 30.0
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    seed: int = 0  # drives model assignment where the trace names none
+    restart_overhead: float = DEFAULT_RESTART_OVERHEAD_S
+    enforce_time_limits: bool = True  # kill jobs at their time limit, as Slurm does
+    allow_preemption: bool = True
+    # Whether policies see each job's model class. Users of the daemon declare
+    # it in the job comment (``model=resnet50``), so a policy may rely on it;
+    # with False, the model drives speeds but stays hidden from policies.
+    reveal_models: bool = True
+
+
+@dataclass(frozen=True)
+class SimResult:
+    records: tuple[JobRecord, ...]
+    samples: tuple[Sample, ...]
+    wall_seconds: float
+    decisions: int  # scheduling passes
+
+
+class _Run:
+    """Mutable state of one job from arrival to its end."""
+
+    __slots__ = (
+        "job", "view", "model", "remaining", "speed", "last", "version", "placement",
+        "first_start", "first_placement", "run_time", "started_at", "preemptions", "end", "killed",
+        "epoch",
+    )
+
+    def __init__(self, job: TraceJob, view: JobView, model: str) -> None:
+        self.job = job
+        self.view = view
+        self.model = model
+        self.remaining = job.duration  # ideal seconds of work left
+        self.speed = 1.0
+        self.last = 0.0
+        self.version = 0
+        self.placement: Placement | None = None
+        self.first_start = math.nan
+        self.first_placement: Placement | None = None
+        self.run_time = 0.0
+        self.started_at = 0.0
+        self.preemptions = 0
+        self.end = math.nan
+        self.killed = False
+        self.epoch = 0  # number of starts; tells a stale time-limit event from a live one
+
+
+class Simulator:
+    """Replays a trace on a cluster; step it with :meth:`next_view` and :meth:`apply`."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        cluster: Cluster,
+        *,
+        config: SimConfig = SimConfig(),
+        perf: PerformanceModel | None = None,
+    ) -> None:
+        self.trace = trace
+        self.cluster = cluster
+        self.config = config
+        self.perf = perf or PerformanceModel(cluster)
+        self.pool = GpuPool(cluster)
+        self.events: EventQueue[tuple[str, object]] = EventQueue(
+            trace.jobs[0].submit_time if trace.jobs else 0.0
+        )
+        self.runs: dict[str, _Run] = {}
+        self.pending: dict[str, JobView] = {}
+        self.running: dict[str, JobView] = {}
+        self._on_node: list[dict[str, None]] = [{} for _ in cluster.nodes]
+        self._multi_on_rack: list[dict[str, None]] = [{} for _ in cluster.racks]
+        self._finished_since: list[FinishedJob] = []
+        self.samples: list[Sample] = []
+        self.decisions = 0
+        self._pass_due = False
+        self._wake_pending: float | None = None
+        self.finished_count = 0
+        for job in trace.jobs:
+            model = canonical_model(job.model) if job.model else model_for(job.job_id, config.seed)
+            view = JobView(
+                job_id=job.job_id,
+                gpus=job.num_gpus,
+                submit_time=job.submit_time,
+                user=job.user,
+                group=job.vc,
+                time_limit=job.time_limit,
+                name=job.name,
+                model=model if config.reveal_models else job.model,
+                num_nodes=job.num_nodes,
+                gpu_type=job.gpu_type,
+            )
+            self.runs[job.job_id] = _Run(job, view, model)
+            self.events.schedule(job.submit_time, ARRIVAL, ("arrive", job.job_id))
+
+    # -- the backend surface: views out, decisions in ---------------------
+
+    @property
+    def now(self) -> float:
+        return self.events.now
+
+    def done(self) -> bool:
+        return not self.pending and not self.running and not len(self.events)
+
+    def next_view(self, *, skip_when_full: bool = True) -> ClusterView | None:
+        """Advance to the next decision point and describe it; None at the end.
+
+        With ``skip_when_full`` no view is produced while every GPU is busy,
+        since a policy that cannot preempt has nothing to decide then.
+        """
+        while True:
+            if self._pass_due and self.pending:
+                if self.pool.total_free > 0 or not skip_when_full:
+                    self._pass_due = False
+                    return self._view()
+            self._pass_due = False
+            if not len(self.events):
+                return None
+            self._advance()
+
+    def apply(self, decisions: Decisions, *, again: bool = False) -> None:
+        """Carry out a policy's decisions at the current time.
+
+        ``again`` asks for another view at this same instant (a policy that
+        starts one job per decision, such as the RL environment's agent).
+        """
+        self.decisions += 1
+        now = self.now
+        for job_id in decisions.preempt:
+            if not self.config.allow_preemption:
+                break
+            if job_id not in self.running:
+                raise PolicyError(f"policy asked to preempt job {job_id}, which is not running")
+            self._stop(job_id, now, preempted=True)
+        for start in decisions.starts:
+            if start.job_id not in self.pending:
+                raise PolicyError(f"policy started job {start.job_id}, which is not pending")
+            view = self.pending[start.job_id]
+            if start.placement.num_gpus != view.gpus:
+                raise PolicyError(
+                    f"policy gave job {start.job_id} {start.placement.num_gpus} GPUs; it asked for {view.gpus}"
+                )
+            if not self.pool.is_free(start.placement):
+                raise PolicyError(f"policy placed job {start.job_id} on GPUs that are not free: {start.placement}")
+            self._start(start.job_id, start.placement, now)
+        if decisions.wake_at is not None and decisions.wake_at > now:
+            if self._wake_pending is None or decisions.wake_at < self._wake_pending:
+                self._wake_pending = decisions.wake_at
+                self.events.schedule(decisions.wake_at, WAKE, ("wake", None))
+        self._sample(now)
+        if again:
+            self._pass_due = True
+
+    def run(self, policy: Policy, *, progress: Callable[[int], None] | None = None) -> SimResult:
+        """Replay the whole trace under ``policy``."""
+        if not policy.deployable:
+            policy.bind_oracle(self.durations())
+        skip = not getattr(policy, "preemptive", False)
+        t0 = wallclock.perf_counter()
+        reported = 0
+        while (view := self.next_view(skip_when_full=skip)) is not None:
+            self.apply(policy.decide(view))
+            if progress is not None and self.finished_count - reported >= 256:
+                progress(self.finished_count - reported)
+                reported = self.finished_count
+        self._drain()
+        if progress is not None:
+            progress(self.finished_count - reported)
+        return self.result(wallclock.perf_counter() - t0)
+
+    def durations(self) -> Mapping[str, float]:
+        """True durations, for oracle policies only (bounds, never deployed)."""
+        return {job_id: run.job.duration for job_id, run in self.runs.items()}
+
+    def result(self, wall_seconds: float = 0.0) -> SimResult:
+        records = tuple(self._record(run) for run in self.runs.values())
+        return SimResult(records, tuple(self.samples), wall_seconds, self.decisions)
+
+    # -- event handling ----------------------------------------------------
+
+    def _advance(self) -> None:
+        t = self.events.peek()
+        for _, (kind, payload) in self.events.pop_due(t):
+            if kind == "done":
+                job_id, version = payload  # type: ignore[misc]
+                run = self.runs[job_id]
+                if run.version == version and job_id in self.running:
+                    self._stop(job_id, t, preempted=False)
+            elif kind == "limit":
+                job_id, epoch = payload  # type: ignore[misc]
+                run = self.runs[job_id]
+                if run.epoch == epoch and job_id in self.running:
+                    run.killed = True
+                    self._stop(job_id, t, preempted=False)
+            elif kind == "arrive":
+                job_id = payload  # type: ignore[assignment]
+                self.pending[job_id] = self.runs[job_id].view
+                self._pass_due = True
+            elif kind == "wake":
+                if self._wake_pending is not None and self._wake_pending <= t:
+                    self._wake_pending = None
+                self._pass_due = True
+        self._sample(t)
+
+    def _drain(self) -> None:
+        """Process what is left after the last decision (completions of running jobs)."""
+        while len(self.events):
+            self._advance()
+
+    def _sample(self, t: float) -> None:
+        sample = Sample(
+            t, self.cluster.total_gpus - self.pool.total_free, len(self.pending), len(self.running),
+            self.pool.fragmentation(),
+        )
+        if self.samples and self.samples[-1].time == t:
+            self.samples[-1] = sample
+        else:
+            self.samples.append(sample)
+
+    def _view(self) -> ClusterView:
+        finished, self._finished_since = self._finished_since, []
+        return ClusterView(
+            now=self.now,
+            cluster=self.cluster,
+            pool=self.pool.readonly(),
+            pending=self.pending.values(),
+            running=self.running.values(),
+            finished=tuple(finished),
+        )
+
+    # -- starting and stopping jobs ---------------------------------------
+
+    def _start(self, job_id: str, placement: Placement, now: float) -> None:
+        run = self.runs[job_id]
+        del self.pending[job_id]
+        self.pool.allocate(placement)
+        run.placement = placement
+        run.started_at = now
+        run.last = now
+        run.epoch += 1
+        if math.isnan(run.first_start):
+            run.first_start = now
+            run.first_placement = placement
+        view = replace(run.view, start_time=now, placement=placement)
+        run.view = view
+        self.running[job_id] = view
+        for node in placement.nodes:
+            self._on_node[node][job_id] = None
+        if len(placement.allocs) > 1:
+            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
+                self._multi_on_rack[rack][job_id] = None
+        affected = self._neighbours(job_id, placement)
+        self._respeed(job_id, now, force=True)
+        for other in affected:
+            self._respeed(other, now, force=False)
+        limit = run.job.time_limit
+        if self.config.enforce_time_limits and limit is not None:
+            # The limit counts wall time since this start, as Slurm's does.
+            self.events.schedule(now + limit, COMPLETION, ("limit", (job_id, run.epoch)))
+
+    def _stop(self, job_id: str, now: float, *, preempted: bool) -> None:
+        run = self.runs[job_id]
+        placement = run.placement
+        if placement is None:
+            raise RuntimeError(f"job {job_id} stopped without a placement")
+        run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
+        run.run_time += now - run.started_at
+        run.version += 1
+        del self.running[job_id]
+        self.pool.release(placement)
+        for node in placement.nodes:
+            del self._on_node[node][job_id]
+        if len(placement.allocs) > 1:
+            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
+                del self._multi_on_rack[rack][job_id]
+        run.placement = None
+        for other in self._neighbours(job_id, placement):
+            self._respeed(other, now, force=False)
+        if preempted:
+            run.preemptions += 1
+            run.remaining += self.config.restart_overhead
+            run.view = replace(
+                run.view,
+                start_time=None,
+                placement=None,
+                attained_service=run.view.attained_service + run.view.gpus * (now - run.started_at),
+                preemptions=run.preemptions,
+            )
+            self.pending[job_id] = run.view
+            self._pass_due = True
+            return
+        run.end = now
+        self.finished_count += 1
+        self._finished_since.append(FinishedJob(run.view, now, run.run_time))
+        self._pass_due = True
+
+    def _neighbours(self, job_id: str, placement: Placement) -> list[str]:
+        """Running jobs whose speed may depend on ``job_id`` being there."""
+        seen: dict[str, None] = {}
+        for node in placement.nodes:
+            seen.update(self._on_node[node])
+        if len(placement.allocs) > 1:
+            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
+                seen.update(self._multi_on_rack[rack])
+        seen.pop(job_id, None)
+        return list(seen)
+
+    def _respeed(self, job_id: str, now: float, *, force: bool) -> None:
+        run = self.runs[job_id]
+        placement = run.placement
+        if placement is None:
+            return
+        others = [
+            (self.runs[o].model, self.runs[o].placement)
+            for o in self._neighbours(job_id, placement)
+        ]
+        speed = self.perf.speed(run.model, placement, others)  # type: ignore[arg-type]
+        if speed <= 0.0 or speed > 1.0 + 1e-9:
+            raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
+        if speed == run.speed and not force:
+            return  # the scheduled completion is still right
+        run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
+        run.last = now
+        run.speed = speed
+        run.version += 1
+        self.events.schedule(now + run.remaining / speed, COMPLETION, ("done", (job_id, run.version)))
+
+    def _record(self, run: _Run) -> JobRecord:
+        p = run.first_placement
+        return JobRecord(
+            job_id=run.job.job_id,
+            user=run.job.user,
+            vc=run.job.vc,
+            model=run.model,
+            gpus=run.job.num_gpus,
+            submit_time=run.job.submit_time,
+            start_time=run.first_start,
+            end_time=run.end,
+            duration=run.job.duration,
+            run_time=run.run_time,
+            preemptions=run.preemptions,
+            nodes=len(p.allocs) if p else 0,
+            racks=len({self.cluster.node_rack[n] for n in p.nodes}) if p else 0,
+            worst_link=int(self.cluster.worst_link(p)) if p else -1,
+            time_limit=run.job.time_limit if run.job.time_limit is not None else math.nan,
+            killed_at_limit=run.killed,
+        )
