@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("slurmrl.cli.simulate:simulate", "Replay a trace on a cluster under one policy."),
     "compare": ("slurmrl.cli.simulate:compare", "Replay a trace under several policies and tabulate them."),
     "policies": ("slurmrl.cli.policies:policies", "List registered policies and placements."),
+    "scenarios": ("slurmrl.cli.scenarios:scenarios", "List the named benchmark scenarios."),
 }
 
 

@@ -1,0 +1,86 @@
+"""Loader for SenseTime Helios ``cluster_log.csv`` (S-Lab-System-Group/HeliosData).
+
+Helios logs come from Slurm, so states are Slurm's; they are folded into the
+normalized vocabulary (TIMEOUT -> KILLED, NODE_FAIL -> FAILED) so policies see
+one set of states across traces. ``queue`` in this log is the measured queueing
+delay, not a queue name, and is ignored; the virtual cluster comes from ``vc``
+when the file has it. CPU-only jobs (``gpu_num`` 0) and jobs with no run time
+are counted in ``Trace.dropped``. Submit times are absolute date-times and are
+counted from the earliest submit in the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slurmrl.traces.rows import (
+    Builder,
+    RowError,
+    csv_rows,
+    parse_count,
+    parse_datetime,
+    parse_float,
+    read_text,
+)
+from slurmrl.traces.schema import Trace, TraceJob
+
+REQUIRED = ("job_id", "gpu_num", "submit_time", "duration")
+HEADER_HINT = ("job_id", "gpu_num", "node_num", "state", "submit_time", "duration")
+
+STATUS = {
+    "COMPLETED": "COMPLETED",
+    "CANCELLED": "CANCELLED",
+    "FAILED": "FAILED",
+    "TIMEOUT": "KILLED",
+    "NODE_FAIL": "FAILED",
+}
+
+DROP_NO_GPUS = "no GPUs"
+DROP_NEVER_RAN = "never ran (empty duration)"
+
+
+def _when(text: str, column: str) -> float:
+    try:
+        return float(text)  # some exports keep epoch seconds
+    except ValueError:
+        return parse_datetime(text, column)
+
+
+def load(path: Path, display: str, skip_bad: bool) -> Trace:
+    b = Builder(display, "helios", skip_bad)
+    for row in csv_rows(read_text(path, display), display, REQUIRED):
+        try:
+            job_id = row.get("job_id")
+            if not job_id:
+                raise RowError("empty job id", "job_id")
+            gpus = parse_count(row.get("gpu_num"), "gpu_num")
+            submit = b.saw(_when(row.get("submit_time"), "submit_time"))
+            duration_text = row.get("duration")
+            nodes_text = row.opt("node_num")
+            nodes = parse_count(nodes_text, "node_num") if nodes_text else None
+            if gpus == 0:
+                b.drop(DROP_NO_GPUS)
+                continue
+            if not duration_text:
+                b.drop(DROP_NEVER_RAN)
+                continue
+            duration = parse_float(duration_text, "duration")
+        except RowError as err:
+            b.bad(err, row.line)
+            continue
+        state = row.opt("state").upper()
+        b.add(
+            TraceJob(
+                job_id=job_id,
+                submit_time=submit,
+                duration=duration,
+                num_gpus=gpus,
+                user=row.opt("user"),
+                vc=row.opt("vc"),
+                num_nodes=nodes or None,
+                status=STATUS.get(state, state),
+                name=row.opt("jobname"),
+            ),
+            row.line,
+        )
+    return b.finish(rebase=True)

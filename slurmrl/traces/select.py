@@ -1,0 +1,137 @@
+"""Cutting a workload out of a trace and checking it against a cluster.
+
+Experiments rarely replay a whole trace: they take a window, a few virtual
+clusters, a GPU-size range, or scale the arrival rate to probe load. Doing it
+here keeps every experiment's cut reproducible from its parameters, and the
+fit check turns "this job can never start" into an error before a simulation
+silently hangs on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from slurmrl.cluster.model import Cluster
+from slurmrl.errors import TraceError
+from slurmrl.traces.rows import MAX_REASONS
+from slurmrl.traces.schema import Trace, TraceJob
+
+
+def select(
+    trace: Trace,
+    *,
+    start: float | None = None,
+    end: float | None = None,
+    vcs: Iterable[str] | None = None,
+    min_gpus: int | None = None,
+    max_gpus: int | None = None,
+    limit: int | None = None,
+    load: float = 1.0,
+) -> Trace:
+    """Jobs submitted in [start, end), in the given VCs and GPU range, first ``limit`` of them.
+
+    Submit times are rebased to the window start (``start``, or 0 without one)
+    and divided by ``load``: ``load=2`` halves every inter-arrival gap, doubling
+    the arrival rate while keeping each job's size and run time.
+    """
+    if not load > 0:
+        raise TraceError(
+            f"load must be > 0, got {load}", file=trace.source, hint="load=2.0 doubles the arrival rate"
+        )
+    if start is not None and end is not None and end <= start:
+        raise TraceError(f"empty window: end {end:g} is not after start {start:g}", file=trace.source)
+    if limit is not None and limit < 0:
+        raise TraceError(f"limit must be >= 0, got {limit}", file=trace.source)
+    if min_gpus is not None and max_gpus is not None and max_gpus < min_gpus:
+        raise TraceError(f"max_gpus {max_gpus} is below min_gpus {min_gpus}", file=trace.source)
+    wanted = None if vcs is None else set(vcs)
+    origin = 0.0 if start is None else start
+    kept: list[TraceJob] = []
+    for job in trace.jobs:
+        if limit is not None and len(kept) >= limit:
+            break
+        if start is not None and job.submit_time < start:
+            continue
+        if end is not None and job.submit_time >= end:
+            continue
+        if wanted is not None and job.vc not in wanted:
+            continue
+        if min_gpus is not None and job.num_gpus < min_gpus:
+            continue
+        if max_gpus is not None and job.num_gpus > max_gpus:
+            continue
+        kept.append(job)
+    if origin != 0.0 or load != 1.0:
+        kept = [replace(j, submit_time=(j.submit_time - origin) / load) for j in kept]
+    return _with_jobs(trace, kept)
+
+
+def _with_jobs(
+    trace: Trace, jobs: list[TraceJob], *, skipped: int = 0, reasons: list[str] | None = None
+) -> Trace:
+    lines = None
+    if trace.lines is not None:
+        lines = {j.job_id: trace.lines[j.job_id] for j in jobs if j.job_id in trace.lines}
+    return replace(
+        trace,
+        jobs=tuple(jobs),
+        lines=lines,
+        skipped=trace.skipped + skipped,
+        skip_reasons=(trace.skip_reasons + tuple(reasons or ()))[: max(MAX_REASONS, len(trace.skip_reasons))],
+    )
+
+
+def check_fits(trace: Trace, cluster: Cluster, *, skip_bad: bool = False) -> Trace:
+    """Fail (or, with ``skip_bad``, count and drop) jobs that could never start on ``cluster``."""
+    per_type: dict[str, int] = {}
+    per_type_node: dict[str, int] = {}
+    for node in cluster.nodes:
+        per_type[node.gpu_type] = per_type.get(node.gpu_type, 0) + node.gpus
+        per_type_node[node.gpu_type] = max(per_type_node.get(node.gpu_type, 0), node.gpus)
+    kept: list[TraceJob] = []
+    skipped = 0
+    reasons: list[str] = []
+    for job in trace.jobs:
+        problem = _misfit(job, cluster, per_type, per_type_node)
+        if problem is None:
+            kept.append(job)
+            continue
+        message, column = problem
+        line = trace.lines.get(job.job_id) if trace.lines else None
+        error = TraceError(
+            f"job '{job.job_id}' cannot run on cluster '{cluster.name}': {message}",
+            file=trace.source,
+            line=line,
+            column=column,
+            hint="use a larger cluster, filter the trace (max_gpus), or skip such jobs",
+        )
+        if not skip_bad:
+            raise error
+        skipped += 1
+        if len(reasons) < MAX_REASONS:
+            reasons.append(error.format())
+    if not skipped:
+        return trace
+    return _with_jobs(trace, kept, skipped=skipped, reasons=reasons)
+
+
+def _misfit(
+    job: TraceJob, cluster: Cluster, per_type: dict[str, int], per_type_node: dict[str, int]
+) -> tuple[str, str] | None:
+    if job.gpu_type:
+        if job.gpu_type not in per_type:
+            have = ", ".join(t or "untyped" for t in sorted(per_type)) or "none"
+            return f"no node has GPU type '{job.gpu_type}' (cluster has: {have})", "gpu_type"
+        total, widest = per_type[job.gpu_type], per_type_node[job.gpu_type]
+        kind = f" {job.gpu_type}"
+    else:
+        total, widest = cluster.total_gpus, cluster.max_gpus_per_node
+        kind = ""
+    if job.num_gpus > total:
+        return f"asks for {job.num_gpus} GPUs, the cluster has {total}{kind} GPUs in total", "num_gpus"
+    if job.num_nodes == 1 and job.num_gpus > widest:
+        return f"asks for {job.num_gpus} GPUs on one node, the largest node has {widest}{kind}", "num_gpus"
+    if job.num_nodes is not None and job.num_nodes > len(cluster.nodes):
+        return f"asks for {job.num_nodes} nodes, the cluster has {len(cluster.nodes)}", "num_nodes"
+    return None
