@@ -2,5 +2,8 @@
 
 from slurmrl.cluster.model import Cluster, LinkTier, Node, NodeAlloc, Placement, Rack
 from slurmrl.cluster.pool import GpuPool
+from slurmrl.cluster.spec import cluster_to_toml, load_cluster
 
-__all__ = ["Cluster", "GpuPool", "LinkTier", "Node", "NodeAlloc", "Placement", "Rack"]
+__all__ = [
+    "Cluster", "GpuPool", "LinkTier", "Node", "NodeAlloc", "Placement", "Rack", "cluster_to_toml", "load_cluster",
+]

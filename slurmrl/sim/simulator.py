@@ -117,7 +117,7 @@ class Simulator:
         self._wake_pending: float | None = None
         self.finished_count = 0
         for job in trace.jobs:
-            model = canonical_model(job.model) if job.model else model_for(job.job_id, config.seed)
+            model = canonical_model(job.model, job.job_id, config.seed) if job.model else model_for(job.job_id, config.seed)
             view = JobView(
                 job_id=job.job_id,
                 gpus=job.num_gpus,

@@ -1,0 +1,165 @@
+"""The one way slurmrl runs a Slurm command.
+
+Every ``squeue``/``sinfo``/``scontrol`` call goes through :func:`call` so that
+(1) no shell ever sees job names or comments, (2) a failing controller is
+reported as one typed error the daemon can react to (back off when rate
+limited, alert when munge is broken) instead of as a stack of parse errors,
+and (3) the daemon can export how often and how slowly Slurm answered.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from slurmrl.errors import SlurmError
+
+
+class ControllerUnreachable(SlurmError):
+    """slurmctld did not answer (down, wrong host/port, or too slow)."""
+
+
+class MungeError(SlurmError):
+    """Authentication between this host and slurmctld failed."""
+
+
+class PermissionDenied(SlurmError):
+    """slurmctld refused the request for this user."""
+
+
+class RateLimited(SlurmError):
+    """slurmctld's RPC rate limiter (``SlurmctldParameters=rl_enable``) refused the call."""
+
+
+class CommandNotFound(SlurmError):
+    """The Slurm client binary is not installed or not on PATH."""
+
+
+class JobNotFound(SlurmError):
+    """The job id is unknown to slurmctld (never existed or already purged)."""
+
+
+class CommandFailed(SlurmError):
+    """A Slurm command failed for a reason not recognised above."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    cmd: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+@dataclass
+class CallStats:
+    """Counters for the daemon's metrics endpoint."""
+
+    calls: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"calls": self.calls, "failures": self.failures, "seconds": self.seconds}
+
+
+STATS = CallStats()
+_LOCK = threading.Lock()
+
+# (error class, lower-case stderr fragments), checked in order: the first
+# match wins, so the more specific causes come first. The fragments are the
+# messages Slurm's client commands print for each failure.
+_PATTERNS: tuple[tuple[type[SlurmError], tuple[str, ...], str], ...] = (
+    (
+        JobNotFound,
+        ("invalid job id specified", "invalid job id"),
+        "check the id with squeue; finished jobs leave slurmctld after MinJobAge",
+    ),
+    (
+        MungeError,
+        ("munge", "invalid authentication credential", "zero bytes were transmitted"),
+        "check that munged runs and that its key matches the controller's",
+    ),
+    (
+        PermissionDenied,
+        ("access/permission denied", "permission denied", "invalid user", "access denied"),
+        "run as a Slurm operator/administrator (AdminLevel in sacctmgr) or as SlurmUser",
+    ),
+    (
+        RateLimited,
+        ("resource temporarily unavailable", "rate limit"),
+        "slurmctld rate-limits RPCs (rl_enable); poll less often",
+    ),
+    (
+        ControllerUnreachable,
+        (
+            "unable to contact slurm controller",
+            "connection refused",
+            "socket timed out",
+            "could not establish a configuration source",
+            "unable to establish controller",
+            "communication connection failure",
+        ),
+        "check that slurmctld runs and that SLURM_CONF points at this cluster's slurm.conf",
+    ),
+)
+
+
+def classify(cmd: Sequence[str], returncode: int, stderr: str) -> SlurmError:
+    """The typed error for a failed command (pure, so it can be tested on text)."""
+    text = stderr.strip()
+    low = text.lower()
+    shown = " ".join(cmd)
+    last = text.splitlines()[-1] if text else "(no error output)"
+    for cls, fragments, hint in _PATTERNS:
+        if any(f in low for f in fragments):
+            return cls(f"'{shown}' failed (exit {returncode}): {last}", hint=hint)
+    return CommandFailed(f"'{shown}' failed (exit {returncode}): {last}")
+
+
+def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | None = None) -> CommandResult:
+    """Run ``cmd`` without a shell and return its output, or raise a typed :class:`SlurmError`."""
+    argv = tuple(str(c) for c in cmd)
+    if not argv:
+        raise ValueError("empty command")
+    full_env = None if env is None else {**os.environ, **env}
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=full_env, check=False,
+            errors="replace",
+        )
+    except FileNotFoundError:
+        _count(time.monotonic() - start, failed=True)
+        raise CommandNotFound(
+            f"'{argv[0]}' is not installed or not on PATH",
+            hint="install the Slurm client tools (Debian/Ubuntu: apt-get install slurm-client)",
+        ) from None
+    except PermissionError:
+        _count(time.monotonic() - start, failed=True)
+        raise CommandNotFound(f"'{argv[0]}' exists but cannot be executed", hint="check its permissions") from None
+    except subprocess.TimeoutExpired:
+        _count(time.monotonic() - start, failed=True)
+        raise ControllerUnreachable(
+            f"'{' '.join(argv)}' did not finish within {timeout:g} s",
+            hint="slurmctld may be down or overloaded; check 'scontrol ping'",
+        ) from None
+    seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        _count(seconds, failed=True)
+        raise classify(argv, proc.returncode, proc.stderr)
+    _count(seconds, failed=False)
+    return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr, seconds)
+
+
+def _count(seconds: float, *, failed: bool) -> None:
+    with _LOCK:
+        STATS.calls += 1
+        STATS.seconds += seconds
+        if failed:
+            STATS.failures += 1

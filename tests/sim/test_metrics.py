@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from slurmrl.cluster.model import Cluster, Node, Rack, islands_for
+from slurmrl.errors import SlurmrlError
+from slurmrl.sim.bounds import avg_jct_lower_bound, makespan_lower_bound
+from slurmrl.sim.metrics import Summary, jain_index, per_group, summarize, utilization_series
+from slurmrl.sim.records import JobRecord, Sample
+
+NAN = float("nan")
+
+
+def small_cluster() -> Cluster:
+    """2 racks x 2 nodes x 4 GPUs = 16 GPUs."""
+    nodes = tuple(Node(f"n{i}", i, i // 2, 4, "V100", islands_for("nvswitch", 4)) for i in range(4))
+    racks = (Rack("r0", 0, (0, 1)), Rack("r1", 1, (2, 3)))
+    return Cluster("test", racks, nodes)
+
+
+def rec(
+    job_id: str,
+    *,
+    submit: float,
+    start: float,
+    end: float,
+    duration: float,
+    gpus: int = 1,
+    user: str = "u",
+    vc: str = "v",
+    nodes: int | None = None,
+    racks: int | None = None,
+    preemptions: int = 0,
+    time_limit: float = NAN,
+    killed: bool = False,
+) -> JobRecord:
+    started = math.isfinite(start)
+    return JobRecord(
+        job_id=job_id,
+        user=user,
+        vc=vc,
+        model="",
+        gpus=gpus,
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        duration=duration,
+        run_time=(end - start) if math.isfinite(end) else 0.0,
+        preemptions=preemptions,
+        nodes=(nodes if nodes is not None else (1 if started else 0)),
+        racks=(racks if racks is not None else (1 if started else 0)),
+        worst_link=0 if started else -1,
+        time_limit=time_limit,
+        killed_at_limit=killed,
+    )
+
+
+RECORDS = [
+    rec("a", user="u1", vc="v1", gpus=1, submit=0, start=0, end=10, duration=10),
+    rec("b", user="u1", vc="v1", gpus=4, submit=0, start=10, end=30, duration=20, preemptions=2),
+    rec("c", user="u2", vc="v2", gpus=8, submit=5, start=10, end=50, duration=40, nodes=2, racks=1),
+    rec("d", user="u2", vc="v2", gpus=2, submit=20, start=NAN, end=NAN, duration=5),
+    rec("e", user="u3", vc="v2", gpus=8, submit=30, start=50, end=NAN, duration=60, nodes=2, racks=2),
+]
+SAMPLES = [
+    Sample(0.0, 1, 1, 1, 0.2),
+    Sample(10.0, 12, 0, 2, 0.5),
+    Sample(30.0, 8, 2, 1, 0.0),
+    Sample(50.0, 8, 1, 1, 0.0),
+]
+
+
+def test_summary_on_known_records() -> None:
+    s = summarize(RECORDS, SAMPLES, small_cluster(), wall_seconds=1.5)
+    assert (s.jobs, s.completed, s.unfinished) == (5, 3, 2)
+    # JCTs 10, 30, 45; linear-interpolated p95 = 30 + 0.9 * 15.
+    assert s.avg_jct == pytest.approx(85 / 3)
+    assert s.p50_jct == pytest.approx(30.0)
+    assert s.p95_jct == pytest.approx(43.5)
+    assert s.p99_jct == pytest.approx(30 + 0.98 * 15)
+    # Waits of the four started jobs: 0, 10, 5, 20.
+    assert s.avg_wait == pytest.approx(8.75)
+    assert s.p95_wait == pytest.approx(10 + 0.85 * 10)
+    # Bounded slowdowns: 10/10, 30/20, 45/40.
+    assert s.avg_bounded_slowdown == pytest.approx((1 + 1.5 + 1.125) / 3)
+    assert s.makespan == pytest.approx(50.0)
+    # Busy GPUs 1 on [0,10), 12 on [10,30), 8 on [30,50]: 410 GPU-s of 16 x 50.
+    assert s.gpu_utilization == pytest.approx(410 / 800)
+    assert s.avg_queue_length == pytest.approx((1 * 10 + 0 * 20 + 2 * 20) / 50)
+    assert s.avg_fragmentation == pytest.approx((0.2 * 10 + 0.5 * 20) / 50)
+    # Multi-GPU jobs that started: b (1 node), c (2 nodes, 1 rack), e (2 racks); d never started.
+    assert s.multi_gpu_local_fraction == pytest.approx(1 / 3)
+    assert s.multi_gpu_switch_fraction == pytest.approx(2 / 3)
+    # Per-user mean slowdown: u1 1.25, u2 1.125 (u3 has nothing completed).
+    assert s.jain_fairness_users == pytest.approx(2.375**2 / (2 * (1.25**2 + 1.125**2)))
+    assert s.jain_fairness_vcs == pytest.approx(s.jain_fairness_users)
+    assert s.preemptions == 2
+    assert s.killed_at_limit == 0
+    r, p, g = [0, 0, 5], [10, 20, 40], [1, 4, 8]
+    assert s.avg_jct_lower_bound == pytest.approx(avg_jct_lower_bound(r, p, g, 16))
+    assert s.makespan_lower_bound == pytest.approx(makespan_lower_bound(r, p, g, 16))
+    assert s.jct_over_bound == pytest.approx(s.avg_jct / s.avg_jct_lower_bound)
+    assert s.makespan_over_bound == pytest.approx(50 / s.makespan_lower_bound)
+    assert s.jct_over_bound >= 1 and s.makespan_over_bound >= 1
+    assert s.wall_seconds == 1.5
+
+
+def test_horizon_end_sets_the_utilization_window() -> None:
+    s = summarize(RECORDS, SAMPLES, small_cluster(), wall_seconds=0, horizon_end=100.0)
+    assert s.gpu_utilization == pytest.approx((410 + 8 * 50) / 1600)
+
+
+def test_duplicate_sample_times_take_the_last_state() -> None:
+    samples = [Sample(0, 0, 0, 0, 0), Sample(0, 16, 0, 4, 0), Sample(10, 0, 0, 0, 0)]
+    recs = [rec("a", gpus=16, submit=0, start=0, end=10, duration=10, nodes=4, racks=2)]
+    s = summarize(recs, samples, small_cluster(), wall_seconds=0)
+    assert s.gpu_utilization == pytest.approx(1.0)
+
+
+def test_one_job() -> None:
+    recs = [rec("only", gpus=4, submit=100, start=100, end=160, duration=60)]
+    samples = [Sample(100, 4, 0, 1, 0.0), Sample(160, 0, 0, 0, 0.0)]
+    s = summarize(recs, samples, small_cluster(), wall_seconds=0.01)
+    assert s.avg_jct == s.p99_jct == 60.0
+    assert s.gpu_utilization == pytest.approx(4 / 16)
+    assert s.jain_fairness_users == 1.0
+    assert s.jct_over_bound == pytest.approx(1.0)
+    assert s.makespan_over_bound == pytest.approx(1.0)
+    assert s.multi_gpu_local_fraction == 1.0
+
+
+def test_no_completed_jobs_gives_nan_and_strict_json() -> None:
+    recs = [rec("q", gpus=2, submit=0, start=NAN, end=NAN, duration=5)]
+    s = summarize(recs, [Sample(0, 0, 1, 0, 0.0)], small_cluster(), wall_seconds=0)
+    assert s.completed == 0 and s.unfinished == 1
+    assert math.isnan(s.avg_jct) and math.isnan(s.jct_over_bound) and math.isnan(s.makespan)
+    assert math.isnan(s.multi_gpu_local_fraction)
+    d = s.to_dict()
+    assert d["avg_jct"] is None and d["jobs"] == 1
+    json.dumps(d, allow_nan=False)  # raises on NaN
+    assert Summary.from_dict(d).jobs == 1
+
+
+def test_empty_run_does_not_crash() -> None:
+    s = summarize([], [], small_cluster(), wall_seconds=0)
+    assert s.jobs == 0 and math.isnan(s.gpu_utilization) and math.isnan(s.avg_wait)
+    json.dumps(s.to_dict(), allow_nan=False)
+
+
+def test_bound_uses_time_limit_of_killed_jobs() -> None:
+    # Killed at a 30 s limit although the trace says 100 s: its JCT 30 must not fall under the bound.
+    recs = [rec("k", submit=0, start=0, end=30, duration=100, time_limit=30, killed=True)]
+    s = summarize(recs, [Sample(0, 1, 0, 1, 0.0), Sample(30, 0, 0, 0, 0.0)], small_cluster(), wall_seconds=0)
+    assert s.killed_at_limit == 1
+    assert s.avg_jct_lower_bound == pytest.approx(30.0)
+    assert s.jct_over_bound == pytest.approx(1.0)
+
+
+def test_jain_index() -> None:
+    assert jain_index([3.0]) == 1.0
+    assert jain_index([2.0, 2.0, 2.0]) == pytest.approx(1.0)
+    assert jain_index([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
+    assert math.isnan(jain_index([]))
+
+
+def test_per_group() -> None:
+    by_vc = per_group(RECORDS, key="vc")
+    assert [g.group for g in by_vc] == ["v1", "v2"]
+    v2 = by_vc[1]
+    assert (v2.jobs, v2.completed) == (3, 1)
+    assert v2.avg_wait == pytest.approx((5 + 20) / 2)  # c and e started, d did not
+    assert v2.avg_jct == pytest.approx(45.0)
+    by_gpus = per_group(RECORDS, key="gpus")
+    assert [g.group for g in by_gpus] == ["1", "2", "4", "8"]  # numeric, not text, order
+    assert math.isnan(by_gpus[1].avg_wait)
+    assert by_gpus[1].to_dict()["avg_wait"] is None
+    with pytest.raises(SlurmrlError, match="cannot group"):
+        per_group(RECORDS, key="colour")
+
+
+def test_utilization_series_is_exact_per_bin() -> None:
+    series = utilization_series(SAMPLES, small_cluster(), bins=5)
+    assert series.edges.tolist() == pytest.approx([0, 10, 20, 30, 40, 50])
+    assert series.busy_gpus.tolist() == pytest.approx([1, 12, 12, 8, 8])
+    assert series.utilization.tolist() == pytest.approx(np.array([1, 12, 12, 8, 8]) / 16)
+    assert series.queue_length.tolist() == pytest.approx([1, 0, 0, 2, 2])
+    # A bin straddling a change point averages both sides.
+    half = utilization_series(SAMPLES, small_cluster(), bins=2, start=0, end=20)
+    assert half.busy_gpus.tolist() == pytest.approx([1, 12])
+    assert series.centers.tolist() == pytest.approx([5, 15, 25, 35, 45])
+    assert utilization_series([], small_cluster()).busy_gpus.size == 0
