@@ -20,6 +20,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("slurmrl.cli.simulate:compare", "Replay a trace under several policies and tabulate them."),
     "policies": ("slurmrl.cli.policies:policies", "List registered policies and placements."),
     "scenarios": ("slurmrl.cli.scenarios:scenarios", "List the named benchmark scenarios."),
+    "slurm": ("slurmrl.cli.slurm:slurm", "Read the live Slurm queue, nodes and GPU topology."),
+    "cluster": ("slurmrl.cli.slurm:cluster", "Build or convert cluster specs."),
+    "report": ("slurmrl.cli.report:report", "Render results as a static HTML site."),
 }
 
 

@@ -66,6 +66,15 @@ class Placement:
     """Where a job's GPUs are: one :class:`NodeAlloc` per node used."""
 
     allocs: tuple[NodeAlloc, ...]
+    # Placements key the performance model's caches on every co-location
+    # change; hashing the nested tuples each time dominated simulation time.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self.allocs))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def num_gpus(self) -> int:

@@ -19,7 +19,7 @@ class PlacementConflict(RuntimeError):
 
 
 class GpuPool:
-    __slots__ = ("cluster", "free", "free_count", "rack_free", "total_free")
+    __slots__ = ("cluster", "free", "free_count", "rack_free", "total_free", "partial_free")
 
     def __init__(self, cluster: Cluster, *, _copy_from: GpuPool | None = None) -> None:
         self.cluster = cluster
@@ -28,6 +28,7 @@ class GpuPool:
             self.free_count = _copy_from.free_count.copy()
             self.rack_free = _copy_from.rack_free.copy()
             self.total_free = _copy_from.total_free
+            self.partial_free = _copy_from.partial_free
             return
         n, width = len(cluster.nodes), cluster.max_gpus_per_node
         self.free = np.zeros((n, width), dtype=bool)
@@ -38,6 +39,7 @@ class GpuPool:
             cluster.node_rack, weights=cluster.node_gpus, minlength=len(cluster.racks)
         ).astype(np.int64)
         self.total_free = int(cluster.total_gpus)
+        self.partial_free = 0  # free GPUs on nodes that are partly busy (see fragmentation)
 
     def copy(self) -> GpuPool:
         """A scratch copy for a scheduling pass that tries placements."""
@@ -53,7 +55,9 @@ class GpuPool:
         for a in placement.allocs:
             self.free[a.node, list(a.gpus)] = False
             k = len(a.gpus)
+            self.partial_free -= self._partial(a.node)
             self.free_count[a.node] -= k
+            self.partial_free += self._partial(a.node)
             self.rack_free[rack_of[a.node]] -= k
             self.total_free -= k
 
@@ -65,9 +69,15 @@ class GpuPool:
                 raise PlacementConflict(f"releasing GPUs of {placement} that were already free")
             self.free[a.node, idx] = True
             k = len(a.gpus)
+            self.partial_free -= self._partial(a.node)
             self.free_count[a.node] += k
+            self.partial_free += self._partial(a.node)
             self.rack_free[rack_of[a.node]] += k
             self.total_free += k
+
+    def _partial(self, node: int) -> int:
+        free = int(self.free_count[node])
+        return free if 0 < free < self.cluster.node_gpus[node] else 0
 
     def free_gpus(self, node: int) -> list[int]:
         return np.flatnonzero(self.free[node]).tolist()
@@ -88,5 +98,4 @@ class GpuPool:
         """
         if self.total_free == 0:
             return 0.0
-        partial = (self.free_count > 0) & (self.free_count < self.cluster.node_gpus)
-        return float(self.free_count[partial].sum()) / self.total_free
+        return self.partial_free / self.total_free

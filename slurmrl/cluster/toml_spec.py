@@ -5,11 +5,13 @@ the same file into a running Slurm cluster, so a simulated cluster and a test
 cluster can be the same file. The rules therefore match that script: the same
 built-in defaults (8 x V100, ``nvlink:4``, 64 CPUs, 256,000 MB), node counts
 numbered ``nodeNN`` across the whole cluster, and an optional ``[slurm]``
-table that only the test cluster reads. Three deliberate differences: names may
-start with a digit (machine ids in Alibaba lists do), ``cpus``/``memory_mb``
-may be 0 for "unknown" (trace machine lists rarely give them), and a node may give
-``islands = [...]`` when no ``intra`` string describes its NVLink layout; the
-test cluster script rejects all three, and :func:`cluster_to_toml` only writes
+table that only the test cluster reads. Node fields (``gpus``, ``gpu_type``,
+``intra``, ``cpus``, ``memory_mb``) may be given in ``[defaults]``, in a
+``[[racks]]`` table (for every node of that rack) and in ``[nodes.NAME]``, the
+most specific winning. Names may start with a digit (machine ids in Alibaba
+lists do), ``cpus``/``memory_mb`` may be 0 for "unknown" (trace machine lists
+rarely give them), and a node may give ``islands = [...]`` when no ``intra``
+string describes its NVLink layout; :func:`cluster_to_toml` only writes
 ``islands`` when it must.
 
 Validation collects every problem before failing, because fixing a spec one
@@ -144,15 +146,16 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
     next_number = 1
     owner: dict[str, str] = {}
     rack_names: dict[str, str] = {}
-    layout: list[tuple[str, list[str]]] = []
+    layout: list[tuple[str, list[str], dict[str, Any]]] = []
     for i, rack in enumerate(racks_raw):
         at = f"racks[{i}]"
         if not isinstance(rack, dict):
             check.add(at, f"must be a table, got {type(rack).__name__}")
             continue
         for key in rack:
-            if key not in RACK_KEYS:
-                check.add(at, _did_you_mean(key, RACK_KEYS))
+            if key not in RACK_KEYS + NODE_FIELDS:
+                check.add(at, _did_you_mean(key, RACK_KEYS + NODE_FIELDS))
+        rack_fields = check.fields({k: v for k, v in rack.items() if k in NODE_FIELDS}, at, allow_islands=False)
         rname = rack.get("name", f"rack{i + 1}")
         if not isinstance(rname, str) or not NAME_RE.match(rname):
             check.add(f"{at}.name", f"must be a name of letters, digits, '_', '.', '-', got {rname!r}")
@@ -180,7 +183,7 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
             else:
                 owner[node] = f"{at}.nodes"
                 kept.append(node)
-        layout.append((rname, kept))
+        layout.append((rname, kept, rack_fields))
     for node, at in owner.items():
         if node in rack_names:
             check.add(at, f"node '{node}' has the same name as a rack")
@@ -196,10 +199,10 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         node_fields[node] = fields
 
     racks: list[tuple[str, list[NodeSpec]]] = []
-    for rname, members in layout:
+    for rname, members, rack_fields in layout:
         specs = []
         for node in members:
-            f = {**defaults, **node_fields.get(node, {})}
+            f = {**defaults, **rack_fields, **node_fields.get(node, {})}
             islands = f.get("islands")
             if islands is not None:
                 if len(islands) != f["gpus"]:

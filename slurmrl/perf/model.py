@@ -45,19 +45,24 @@ space-share one V100 (Narayanan et al. OSDI'20); sharing a server but not a
 GPU is far milder, since only PCIe root complex, host CPUs (input pipelines)
 and memory bandwidth are shared; Jeon et al. (ATC'19, Philly) observe such
 intra-server interference without a per-pair figure. We pick a worst case of
-15% loss for one neighbour (both jobs fully sensitive, neighbour at least as
-large as us on the shared node): under half of Gavel's same-GPU loss of 35%.
+15% loss for one neighbour (both jobs fully sensitive; a neighbour costs the
+same whatever its GPU count, since the contended host resources are per job:
+input pipelines, PCIe root complex): under half of Gavel's same-GPU loss of 35%.
 Multi-node jobs that share a rack switch (or, when both cross racks, the
 core) lose up to 10% per such neighbour, a choice kept below the node term
 because switch fabrics are non-blocking within a rack. Each term scales with
-the product of both jobs' ``interference_sensitivity``. Terms multiply, so
-an extra neighbour can only lower the factor; the product is floored at 0.5
+the product of both jobs' ``interference_sensitivity`` and enters as
+``exp(-loss)``, so losses add up across neighbours (the simulator keeps the
+sums per node and rack, which keeps a co-location change O(nodes)), an extra
+neighbour can only lower the factor, and the product is floored at 0.5
 so that a crowd of neighbours on other GPUs never costs much more than
 Gavel's median for two jobs on the same GPU.
 """
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,6 +80,17 @@ NETWORK_CONTENTION = 0.10
 INTERFERENCE_FLOOR = 0.5
 
 _CACHE_LIMIT = 200_000  # entries per cache before it is dropped and rebuilt
+
+
+@dataclass(frozen=True, slots=True)
+class JobTerms:
+    """Per-placement constants of one running job (see ``job_terms``)."""
+
+    placement_factor: float
+    sensitivity: float
+    nodes: tuple[int, ...]
+    racks: tuple[int, ...]  # racks whose switch it loads: multi-node jobs only
+    crosses_core: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,44 +233,122 @@ class PerformanceModel:
         """Throughput fraction left after sharing nodes and switches, in [0.5, 1].
 
         ``neighbours`` are the other running jobs (model, placement); those
-        sharing neither a node nor (for multi-node pairs) a rack contribute
-        nothing, so the caller may pass every running job.
+        sharing neither a node nor (for multi-node pairs) a rack or the core
+        contribute nothing, so the caller may pass every running job.
         """
         if not neighbours:
             return 1.0
         mine = self._footprint(placement)
-        own_sens = self.profile(model).interference_sensitivity
-        if own_sens <= 0.0:
-            return 1.0
-        factor = 1.0
+        node_load: defaultdict[int, float] = defaultdict(float)
+        rack_load: defaultdict[int, float] = defaultdict(float)
+        core_load = 0.0
         for other_model, other_placement in neighbours:
             theirs = self._footprint(other_placement)
-            pair = own_sens * self.profile(other_model).interference_sensitivity
-            if pair <= 0.0:
-                continue
-            # Node sharing: pressure is the neighbour's GPU count relative to
-            # ours on the most contended shared node, capped at 1. A job is
-            # synchronous, so its slowest node sets its pace.
-            pressure = 0.0
-            small, large = (
-                (mine.node_gpus, theirs.node_gpus)
-                if len(mine.node_gpus) <= len(theirs.node_gpus)
-                else (theirs.node_gpus, mine.node_gpus)
-            )
-            for node in small:
-                if node in large:
-                    ratio = theirs.node_gpus[node] / mine.node_gpus[node]
-                    if ratio > pressure:
-                        pressure = ratio
-            if pressure > 0.0:
-                factor *= 1.0 - NODE_CONTENTION * pair * min(1.0, pressure)
-            # Network sharing: both jobs send gradients through a common rack
-            # switch, or both cross the core.
-            if mine.multi_node and theirs.multi_node:
-                both_core = mine.tier == LinkTier.CROSS_RACK and theirs.tier == LinkTier.CROSS_RACK
-                if both_core or not mine.racks.isdisjoint(theirs.racks):
-                    factor *= 1.0 - NETWORK_CONTENTION * pair
-        return max(INTERFERENCE_FLOOR, factor)
+            sens = self.profile(other_model).interference_sensitivity
+            for node in theirs.node_gpus:
+                if node in mine.node_gpus:
+                    node_load[node] += sens
+            if theirs.multi_node:
+                for rack in theirs.racks:
+                    rack_load[rack] += sens
+                if theirs.tier == LinkTier.CROSS_RACK:
+                    core_load += sens
+        return self.interference_from_loads(model, placement, node_load, rack_load, core_load)
+
+    def job_terms(self, model: str, placement: Placement) -> JobTerms:
+        """Everything about one running job that its speed needs, computed once.
+
+        The simulator keeps the summed loads per node and rack up to date and
+        calls :meth:`speed_from_loads` with these terms on every co-location
+        change, which keeps that hot path free of cache lookups.
+        """
+        fp = self._footprint(placement)
+        return JobTerms(
+            placement_factor=self.placement_factor(model, placement),
+            sensitivity=self.profile(model).interference_sensitivity,
+            nodes=tuple(fp.node_gpus),
+            racks=tuple(sorted(fp.racks)) if fp.multi_node else (),
+            crosses_core=fp.multi_node and fp.tier == LinkTier.CROSS_RACK,
+        )
+
+    def load_of(self, model: str, placement: Placement) -> tuple[float, tuple[int, ...], tuple[int, ...], bool]:
+        """What a running job adds to the shared loads (see :meth:`job_terms`)."""
+        t = self.job_terms(model, placement)
+        return t.sensitivity, t.nodes, t.racks, t.crosses_core
+
+    def interference_from_loads(
+        self,
+        model: str,
+        placement: Placement,
+        node_load: Sequence[float] | defaultdict[int, float],
+        rack_load: Sequence[float] | defaultdict[int, float],
+        core_load: float,
+        *,
+        includes_self: bool = False,
+    ) -> float:
+        """Interference from summed neighbour sensitivities, O(nodes of the job).
+
+        ``node_load[n]`` is the sum of the sensitivities of the jobs on node
+        n, ``rack_load[r]`` that of the multi-node jobs touching rack r, and
+        ``core_load`` that of the jobs crossing racks (lists indexed by node and
+rack, or defaultdicts); with ``includes_self``
+        the job's own share is subtracted first. Each co-located job costs a
+        factor ``exp(-NODE_CONTENTION * s_self * s_other)`` (about
+        ``1 - NODE_CONTENTION * s_self * s_other`` for one neighbour); the
+        most crowded node sets the pace of a synchronous job; multi-node
+        jobs also lose ``NETWORK_CONTENTION`` per neighbour on a shared rack
+        switch or on the core.
+        """
+        mine = self._footprint(placement)
+        own = self.profile(model).interference_sensitivity
+        if own <= 0.0:
+            return 1.0
+        own_share = own if includes_self else 0.0
+        worst = 0.0
+        for node in mine.node_gpus:
+            load = node_load[node]
+            if load - own_share > worst:
+                worst = load - own_share
+        exponent = NODE_CONTENTION * own * worst
+        if mine.multi_node:
+            net = 0.0
+            for rack in mine.racks:
+                load = rack_load[rack] - own_share
+                if load > 0.0:
+                    net += load
+            if mine.tier == LinkTier.CROSS_RACK:
+                net += max(0.0, core_load - own_share)
+            exponent += NETWORK_CONTENTION * own * net
+        if exponent <= 0.0:
+            return 1.0
+        return max(INTERFERENCE_FLOOR, math.exp(-exponent))
+
+    @staticmethod
+    def speed_from_loads(
+        terms: JobTerms, node_load: Sequence[float], rack_load: Sequence[float], core_load: float
+    ) -> float:
+        """:meth:`speed` from loads that include the job itself; same formula as
+        :meth:`interference_from_loads`, on precomputed terms."""
+        own = terms.sensitivity
+        if own <= 0.0:
+            return terms.placement_factor
+        worst = 0.0
+        for node in terms.nodes:
+            if node_load[node] > worst:
+                worst = node_load[node]
+        worst -= own
+        exponent = NODE_CONTENTION * own * worst if worst > 0.0 else 0.0
+        if terms.racks:
+            net = 0.0
+            for rack in terms.racks:
+                if rack_load[rack] > own:
+                    net += rack_load[rack] - own
+            if terms.crosses_core and core_load > own:
+                net += core_load - own
+            exponent += NETWORK_CONTENTION * own * net
+        if exponent <= 0.0:
+            return terms.placement_factor
+        return terms.placement_factor * max(INTERFERENCE_FLOOR, math.exp(-exponent))
 
     def speed(
         self,

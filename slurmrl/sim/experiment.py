@@ -75,7 +75,6 @@ def prepare(
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
-    from slurmrl.sim.time_limits import with_time_limits
     from slurmrl.traces import check_fits, load_trace, select
 
     label = trace or DEFAULT_TRACE
@@ -107,6 +106,8 @@ def prepare(
     if factor != 1.0:
         chosen = select(chosen, load=factor)
     if time_limits:
+        from slurmrl.sim.time_limits import with_time_limits
+
         chosen = with_time_limits(chosen, seed)
     return Workload(chosen, the_cluster, label, factor, offered_load(chosen, the_cluster), seed)
 

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import time as wallclock
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
 
-from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.model import Cluster, LinkTier, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.perf import PerformanceModel, canonical_model, model_for
+from slurmrl.perf.model import JobTerms
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
@@ -64,7 +65,7 @@ class _Run:
     __slots__ = (
         "job", "view", "model", "remaining", "speed", "last", "version", "placement",
         "first_start", "first_placement", "run_time", "started_at", "preemptions", "end", "killed",
-        "epoch",
+        "epoch", "load",
     )
 
     def __init__(self, job: TraceJob, view: JobView, model: str) -> None:
@@ -84,6 +85,7 @@ class _Run:
         self.end = math.nan
         self.killed = False
         self.epoch = 0  # number of starts; tells a stale time-limit event from a live one
+        self.load: JobTerms | None = None  # while running: its share of the shared loads
 
 
 class Simulator:
@@ -110,6 +112,12 @@ class Simulator:
         self.running: dict[str, JobView] = {}
         self._on_node: list[dict[str, None]] = [{} for _ in cluster.nodes]
         self._multi_on_rack: list[dict[str, None]] = [{} for _ in cluster.racks]
+        self._cross_rack: dict[str, None] = {}
+        # Summed interference sensitivities of the running jobs per node, per
+        # rack (multi-node jobs) and on the core (cross-rack jobs).
+        self._node_load = [0.0] * len(cluster.nodes)
+        self._rack_load = [0.0] * len(cluster.racks)
+        self._core_load = 0.0
         self._finished_since: list[FinishedJob] = []
         self.samples: list[Sample] = []
         self.decisions = 0
@@ -284,11 +292,7 @@ class Simulator:
         view = replace(run.view, start_time=now, placement=placement)
         run.view = view
         self.running[job_id] = view
-        for node in placement.nodes:
-            self._on_node[node][job_id] = None
-        if len(placement.allocs) > 1:
-            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
-                self._multi_on_rack[rack][job_id] = None
+        self._add_load(job_id, run, placement)
         affected = self._neighbours(job_id, placement)
         self._respeed(job_id, now, force=True)
         for other in affected:
@@ -308,11 +312,7 @@ class Simulator:
         run.version += 1
         del self.running[job_id]
         self.pool.release(placement)
-        for node in placement.nodes:
-            del self._on_node[node][job_id]
-        if len(placement.allocs) > 1:
-            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
-                del self._multi_on_rack[rack][job_id]
+        self._remove_load(job_id, run)
         run.placement = None
         for other in self._neighbours(job_id, placement):
             self._respeed(other, now, force=False)
@@ -334,6 +334,35 @@ class Simulator:
         self._finished_since.append(FinishedJob(run.view, now, run.run_time))
         self._pass_due = True
 
+    def _add_load(self, job_id: str, run: _Run, placement: Placement) -> None:
+        terms = run.load = self.perf.job_terms(run.model, placement)
+        sens, nodes, racks, core = terms.sensitivity, terms.nodes, terms.racks, terms.crosses_core
+        for node in nodes:
+            self._on_node[node][job_id] = None
+            self._node_load[node] += sens
+        for rack in racks:
+            self._multi_on_rack[rack][job_id] = None
+            self._rack_load[rack] += sens
+        if core:
+            self._cross_rack[job_id] = None
+            self._core_load += sens
+
+    def _remove_load(self, job_id: str, run: _Run) -> None:
+        if run.load is None:
+            return
+        terms = run.load
+        sens, nodes, racks, core = terms.sensitivity, terms.nodes, terms.racks, terms.crosses_core
+        for node in nodes:
+            del self._on_node[node][job_id]
+            self._node_load[node] -= sens
+        for rack in racks:
+            del self._multi_on_rack[rack][job_id]
+            self._rack_load[rack] -= sens
+        if core:
+            del self._cross_rack[job_id]
+            self._core_load -= sens
+        run.load = None
+
     def _neighbours(self, job_id: str, placement: Placement) -> list[str]:
         """Running jobs whose speed may depend on ``job_id`` being there."""
         seen: dict[str, None] = {}
@@ -342,19 +371,16 @@ class Simulator:
         if len(placement.allocs) > 1:
             for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
                 seen.update(self._multi_on_rack[rack])
+            if self._cross_rack and self.cluster.worst_link(placement) is LinkTier.CROSS_RACK:
+                seen.update(self._cross_rack)
         seen.pop(job_id, None)
         return list(seen)
 
     def _respeed(self, job_id: str, now: float, *, force: bool) -> None:
         run = self.runs[job_id]
-        placement = run.placement
-        if placement is None:
+        if run.load is None:
             return
-        others = [
-            (self.runs[o].model, self.runs[o].placement)
-            for o in self._neighbours(job_id, placement)
-        ]
-        speed = self.perf.speed(run.model, placement, others)  # type: ignore[arg-type]
+        speed = self.perf.speed_from_loads(run.load, self._node_load, self._rack_load, self._core_load)
         if speed <= 0.0 or speed > 1.0 + 1e-9:
             raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
         if speed == run.speed and not force:

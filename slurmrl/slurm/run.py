@@ -13,8 +13,8 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from slurmrl.errors import SlurmError
 
@@ -142,7 +142,9 @@ def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | No
         ) from None
     except PermissionError:
         _count(time.monotonic() - start, failed=True)
-        raise CommandNotFound(f"'{argv[0]}' exists but cannot be executed", hint="check its permissions") from None
+        raise CommandNotFound(
+            f"'{argv[0]}' exists but cannot be executed", hint="check its permissions"
+        ) from None
     except subprocess.TimeoutExpired:
         _count(time.monotonic() - start, failed=True)
         raise ControllerUnreachable(

@@ -1,0 +1,115 @@
+"""Reading and steering Slurm through its client commands.
+
+One bulk query per kind per snapshot (``squeue`` for all jobs, ``sinfo`` or
+``scontrol show nodes`` for all nodes), never one per job: a controller
+serving thousands of jobs must not see the daemon as a flood of RPCs.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from slurmrl.errors import SlurmError
+from slurmrl.slurm.backend import (
+    check_comment,
+    check_job_id,
+    check_nodelist,
+    check_priority,
+    check_site_factor,
+    live_cluster,
+)
+from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
+from slurmrl.slurm.parse_text import parse_scontrol_jobs, parse_scontrol_nodes
+from slurmrl.slurm.run import CommandResult, call
+from slurmrl.slurm.snapshot import Snapshot
+
+Runner = Callable[..., CommandResult]
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if m is None:
+        raise SlurmError(f"cannot read a Slurm version from '{text.strip()}'")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def json_flag(version: tuple[int, int, int]) -> str:
+    """Pin the v0.0.42 shape where the release offers it (24.11 to 25.11); else its default."""
+    if (24, 11) <= version[:2] < (26, 5):
+        return "--json=v0.0.42"
+    return "--json"
+
+
+class CliBackend:
+    def __init__(
+        self,
+        *,
+        conf: str | Path | None = None,
+        mode: str = "json",
+        timeout: float = 30,
+        env: Mapping[str, str] | None = None,
+        runner: Runner = call,
+    ) -> None:
+        if mode not in ("json", "text"):
+            raise SlurmError(f"unknown read mode '{mode}'; use json or text")
+        self.conf = conf
+        self.mode = mode
+        self.timeout = timeout
+        self.env = dict(env) if env else None
+        self._run = runner
+        self._version: str | None = None
+
+    def _call(self, *cmd: str) -> CommandResult:
+        return self._run(list(cmd), timeout=self.timeout, env=self.env)
+
+    def version(self) -> str:
+        if self._version is None:
+            out = self._call("sinfo", "--version").stdout
+            major, minor, micro = parse_version(out)
+            self._version = f"{major}.{minor:02d}.{micro}"
+        return self._version
+
+    def _json(self, *cmd: str) -> str:
+        flag = json_flag(parse_version(self.version()))
+        try:
+            return self._call(*cmd, flag).stdout
+        except SlurmError as exc:
+            if flag == "--json" or "data_parser" not in str(exc).lower():
+                raise
+            return self._call(*cmd, "--json").stdout  # plugin not built: take the default shape
+
+    def snapshot(self) -> Snapshot:
+        version = parse_version(self.version())
+        now = time.time()
+        if self.mode == "json":
+            jobs = parse_squeue_json(self._json("squeue", "--all"))
+            if version[:2] < (23, 2):
+                nodes = parse_nodes_json(self._json("sinfo"), "sinfo --json")
+            else:
+                text = self._json("scontrol", "show", "nodes")
+                nodes = parse_nodes_json(text, "scontrol show nodes --json")
+            source = "cli-json"
+        else:
+            jobs = parse_scontrol_jobs(self._call("scontrol", "show", "job", "-d", "-o").stdout)
+            nodes = parse_scontrol_nodes(self._call("scontrol", "show", "node", "-d", "-o").stdout)
+            source = "cli-text"
+        cluster, warnings = live_cluster(nodes, self.conf)
+        return Snapshot(now, self.version(), nodes, jobs, cluster, source, warnings)
+
+    def _update(self, job_id: str, setting: str) -> None:
+        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", setting)
+
+    def set_site_factor(self, job_id: str, value: int) -> None:
+        self._update(job_id, f"SiteFactor={check_site_factor(value)}")
+
+    def set_priority(self, job_id: str, value: int) -> None:
+        self._update(job_id, f"Priority={check_priority(value)}")
+
+    def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
+        self._update(job_id, f"ReqNodeList={check_nodelist(nodelist)}")
+
+    def set_admin_comment(self, job_id: str, text: str) -> None:
+        self._update(job_id, f"AdminComment={check_comment(text)}")

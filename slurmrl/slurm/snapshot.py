@@ -1,0 +1,333 @@
+"""One consistent reading of a live Slurm cluster, and the policy view built from it.
+
+The daemon decides on a :class:`Snapshot` exactly as the simulator decides on
+its event state: :meth:`Snapshot.to_view` fills the same read-only
+:class:`~slurmrl.policy.view.ClusterView`, so a policy cannot tell (and need
+not care) whether it runs offline or beside slurmctld. Everything here is
+plain data, independent of how it was read (JSON, text or pyslurm).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest, GresItem
+
+# Node states in which no new job may start: their GPUs are never offered to
+# a policy as free, whatever Slurm reports as in use there.
+UNAVAILABLE_STATES = frozenset(
+    {
+        "DOWN", "DRAIN", "DRAINED", "DRAINING", "INVAL", "INVALID", "INVALID_REG", "FUTURE",
+        "NOT_RESPONDING", "MAINT", "MAINTENANCE", "RESERVED", "FAIL", "FAILING", "ERROR",
+        "UNKNOWN", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN", "POWERING_UP", "REBOOT_ISSUED",
+        "REBOOT_REQUESTED", "PLANNED",
+    }
+)
+
+# Pending reasons that mean the job cannot start whatever a policy decides.
+INELIGIBLE_REASONS = frozenset(
+    {
+        "Dependency", "DependencyNeverSatisfied", "JobHeldUser", "JobHeldAdmin", "BeginTime",
+        "JobArrayTaskLimit",
+    }
+)
+
+_MODEL = re.compile(r"(?:^|[\s,;])model=([A-Za-z0-9_.\-/]+)")
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    name: str
+    states: frozenset[str]  # upper case, base state and flags: {"MIXED", "DRAIN"}
+    partitions: tuple[str, ...] = ()
+    gpus: tuple[GresItem, ...] = ()  # configured
+    gpus_used: tuple[GresItem, ...] = ()
+    cpus: int = 0
+    memory_mb: int = 0
+    reason: str = ""
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(g.count for g in self.gpus)
+
+    @property
+    def gpu_type(self) -> str:
+        types = [g.type for g in self.gpus if g.type]
+        return types[0] if types else ""
+
+    @property
+    def used_count(self) -> int:
+        return sum(g.count for g in self.gpus_used)
+
+    @property
+    def used_indices(self) -> tuple[int, ...] | None:
+        """GPU indices in use, or None when Slurm gave only a count."""
+        if any(g.indices is None for g in self.gpus_used if g.count):
+            return None
+        return tuple(sorted({i for g in self.gpus_used for i in (g.indices or ())}))
+
+    @property
+    def unavailable(self) -> bool:
+        return bool(self.states & UNAVAILABLE_STATES)
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    job_id: str  # what scontrol accepts: "123", "7_2"; a pending array record is "7_[3-5]"
+    name: str = ""
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    qos: str = ""
+    state: str = ""  # base state, upper case: PENDING, RUNNING, ...
+    reason: str = ""
+    submit_time: float = 0.0
+    start_time: float | None = None
+    time_limit: float | None = None  # seconds; None = unlimited or not set
+    priority: int | None = None
+    site_factor: int | None = None
+    num_nodes: int | None = None  # nodes requested (pending) or held (running)
+    required_nodes: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()  # allocated nodes, in Slurm's order
+    gpus: GpuRequest = NO_GPUS
+    # Per allocated node: the GPUs the job holds there (indices may be unknown).
+    gpu_alloc: tuple[tuple[str, GresItem], ...] = ()
+    comment: str = ""
+    admin_comment: str = ""
+    dependency: str = ""
+    held: bool = False
+    array_job_id: int | None = None
+    array_task: str | None = None  # task id ("3"), or pending task range ("3-5%2")
+    state_flags: frozenset[str] = frozenset()
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state == "PENDING"
+
+    @property
+    def is_running(self) -> bool:
+        return self.state in ("RUNNING", "SUSPENDED", "COMPLETING") and bool(self.nodes)
+
+    @property
+    def eligible(self) -> bool:
+        return self.is_pending and not self.held and self.reason not in INELIGIBLE_REASONS
+
+    @property
+    def held_gpus(self) -> int:
+        return sum(item.count for _, item in self.gpu_alloc)
+
+    @property
+    def model(self) -> str:
+        for text in (self.comment, self.admin_comment, self.name):
+            m = _MODEL.search(text or "")
+            if m:
+                return m.group(1)
+        return ""
+
+    def gpu_indices(self) -> dict[str, tuple[int, ...] | None]:
+        return {node: item.indices for node, item in self.gpu_alloc}
+
+    def task_ids(self) -> list[str]:
+        """Job ids a pending array record stands for (``7_3``, ``7_4``...), else ``[job_id]``."""
+        if self.array_job_id is None or self.array_task is None or "[" not in self.job_id:
+            return [self.job_id]
+        spec = self.array_task.split("%", 1)[0]
+        ids: list[str] = []
+        for part in spec.split(","):
+            lo, sep, rest = part.partition("-")
+            step = 1
+            if ":" in rest:
+                rest, _, s = rest.partition(":")
+                step = int(s) if s.isdigit() and int(s) > 0 else 1
+            if not lo.isdigit() or (sep and not rest.isdigit()):
+                return [self.job_id]
+            hi = int(rest) if sep else int(lo)
+            ids.extend(f"{self.array_job_id}_{t}" for t in range(int(lo), hi + 1, step))
+        return ids or [self.job_id]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    time: float
+    version: str
+    nodes: tuple[SlurmNode, ...]
+    jobs: tuple[SlurmJob, ...]
+    cluster: Cluster
+    source: str = ""  # "cli-json", "cli-text", "pyslurm"
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def unavailable_nodes(self) -> tuple[SlurmNode, ...]:
+        return tuple(n for n in self.nodes if n.unavailable)
+
+    @property
+    def pending(self) -> tuple[SlurmJob, ...]:
+        return tuple(sorted((j for j in self.jobs if j.is_pending), key=_submit_order))
+
+    @property
+    def running(self) -> tuple[SlurmJob, ...]:
+        return tuple(j for j in self.jobs if j.is_running)
+
+    def filter(
+        self,
+        *,
+        partitions: Iterable[str] | None = None,
+        users: Iterable[str] | None = None,
+        states: Iterable[str] | None = None,
+    ) -> Snapshot:
+        """Client-side filtering: ``squeue --json`` ignores -p/-u/-t before 24.05.1."""
+        parts = set(partitions) if partitions else None
+        who = set(users) if users else None
+        sts = {s.upper() for s in states} if states else None
+        jobs = tuple(
+            j
+            for j in self.jobs
+            if (parts is None or set(j.partition.split(",")) & parts)
+            and (who is None or j.user in who)
+            and (sts is None or j.state in sts)
+        )
+        nodes = tuple(n for n in self.nodes if parts is None or set(n.partitions) & parts)
+        return Snapshot(self.time, self.version, nodes, jobs, self.cluster, self.source, self.warnings)
+
+    def to_view(self, cluster: Cluster | None = None, *, include_ineligible: bool = False) -> ClusterView:
+        """The policy's view: GPUs held by running jobs or on unusable nodes are not free.
+
+        Held indices come from Slurm where it reports them; where it gives only
+        a count, the lowest free GPUs of that node are marked busy. Pending jobs
+        come in submit order; held and dependency-blocked ones are left out
+        unless ``include_ineligible``.
+        """
+        cluster = cluster or self.cluster
+        pool = GpuPool(cluster)
+        index = cluster.node_index
+        running: list[JobView] = []
+        for job in sorted(self.running, key=_submit_order):
+            allocs: list[tuple[int, tuple[int, ...]]] = []
+            for node_name, item in job.gpu_alloc:
+                n = index.get(node_name)
+                if n is None or item.count <= 0:
+                    continue
+                width = cluster.nodes[n].gpus
+                if item.indices is not None:
+                    gpus = tuple(g for g in item.indices if g < width)
+                else:
+                    gpus = tuple(pool.free_gpus(n)[: item.count])
+                    if len(gpus) < item.count:  # all taken: record the lowest ones anyway
+                        gpus = tuple(range(min(item.count, width)))
+                if gpus:
+                    allocs.append((n, gpus))
+            placement = Placement.of(allocs)
+            for a in placement.allocs:
+                _take(pool, a.node, a.gpus)
+            running.append(
+                JobView(
+                    job_id=job.job_id, gpus=placement.num_gpus or job.gpus.total,
+                    submit_time=job.submit_time, user=job.user, group=job.account or job.partition,
+                    time_limit=job.time_limit, name=job.name, model=job.model,
+                    num_nodes=len(job.nodes) or job.num_nodes, gpu_type=job.gpus.gpu_type,
+                    start_time=job.start_time, placement=placement,
+                )
+            )
+        for node in self.nodes:
+            n = index.get(node.name)
+            if n is None:
+                continue
+            if node.unavailable:
+                _take(pool, n, tuple(range(cluster.nodes[n].gpus)))
+                continue
+            used = node.used_indices
+            if used is not None:
+                _take(pool, n, tuple(g for g in used if g < cluster.nodes[n].gpus))
+            else:
+                extra = node.used_count - (cluster.nodes[n].gpus - int(pool.free_count[n]))
+                if extra > 0:
+                    _take(pool, n, tuple(pool.free_gpus(n)[:extra]))
+        pending: list[JobView] = []
+        for job in self.pending:
+            if not include_ineligible and not job.eligible:
+                continue
+            for task_id in job.task_ids():
+                pending.append(
+                    JobView(
+                        job_id=task_id, gpus=job.gpus.total, submit_time=job.submit_time,
+                        user=job.user, group=job.account or job.partition, time_limit=job.time_limit,
+                        name=job.name, model=job.model, num_nodes=job.num_nodes, gpu_type=job.gpus.gpu_type,
+                    )
+                )
+        return ClusterView(
+            now=self.time, cluster=cluster, pool=pool.readonly(), pending=pending, running=running
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``slurmrl slurm snapshot --json``)."""
+        return {
+            "time": self.time,
+            "version": self.version,
+            "source": self.source,
+            "warnings": list(self.warnings),
+            "cluster": {
+                "name": self.cluster.name,
+                "racks": [
+                    {"name": r.name, "nodes": [self.cluster.nodes[i].name for i in r.nodes]}
+                    for r in self.cluster.racks
+                ],
+                "nodes": [
+                    {"name": n.name, "gpus": n.gpus, "gpu_type": n.gpu_type, "islands": list(n.islands),
+                     "cpus": n.cpus, "memory_mb": n.memory_mb}
+                    for n in self.cluster.nodes
+                ],
+            },
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "jobs": [_job_dict(j) for j in self.jobs],
+        }
+
+
+def _submit_order(job: SlurmJob) -> tuple[float, int, str]:
+    head = job.job_id.split("_", 1)[0]
+    return (job.submit_time, int(head) if head.isdigit() else 0, job.job_id)
+
+
+def _take(pool: GpuPool, node: int, gpus: tuple[int, ...]) -> None:
+    free = [g for g in gpus if pool.free[node, g]]
+    if free:
+        pool.allocate(Placement.of([(node, free)]))
+
+
+def _gres_dict(item: GresItem) -> dict[str, Any]:
+    return {
+        "type": item.type, "count": item.count,
+        "indices": list(item.indices) if item.indices is not None else None,
+    }
+
+
+def _node_dict(n: SlurmNode) -> dict[str, Any]:
+    return {
+        "name": n.name, "states": sorted(n.states), "unavailable": n.unavailable,
+        "partitions": list(n.partitions), "gpus": [_gres_dict(g) for g in n.gpus],
+        "gpus_used": [_gres_dict(g) for g in n.gpus_used], "gpu_count": n.gpu_count,
+        "used_count": n.used_count,
+        "used_indices": list(n.used_indices) if n.used_indices is not None else None,
+        "cpus": n.cpus, "memory_mb": n.memory_mb, "reason": n.reason,
+    }
+
+
+def _job_dict(j: SlurmJob) -> dict[str, Any]:
+    return {
+        "job_id": j.job_id, "array_job_id": j.array_job_id, "array_task": j.array_task,
+        "name": j.name, "user": j.user, "account": j.account, "partition": j.partition, "qos": j.qos,
+        "state": j.state, "state_flags": sorted(j.state_flags), "reason": j.reason,
+        "submit_time": j.submit_time, "start_time": j.start_time, "time_limit": j.time_limit,
+        "priority": j.priority, "site_factor": j.site_factor, "num_nodes": j.num_nodes,
+        "required_nodes": list(j.required_nodes), "nodes": list(j.nodes),
+        "gpus": {"total": j.gpus.total, "per_node": j.gpus.per_node, "type": j.gpus.gpu_type,
+                 "source": j.gpus.source},
+        "gpu_alloc": {node: _gres_dict(item) for node, item in j.gpu_alloc},
+        "comment": j.comment, "admin_comment": j.admin_comment, "dependency": j.dependency,
+        "held": j.held, "eligible": j.eligible, "model": j.model,
+    }

@@ -1,0 +1,227 @@
+"""CLI backend against a fake runner, write validation, and the pyslurm backend on a fake module."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from slurmrl.cli import main
+from slurmrl.errors import SlurmError
+from slurmrl.slurm.cli_backend import CliBackend, json_flag, parse_version
+from slurmrl.slurm.run import CommandResult, ControllerUnreachable
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+
+def _load_fake():
+    spec = importlib.util.spec_from_file_location("pyslurm", Path(__file__).with_name("fake_pyslurm.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class FakeRunner:
+    """Answers like Slurm of ``version`` from the recorded/constructed fixtures."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.calls: list[list[str]] = []
+
+    def __call__(self, cmd, *, timeout=30, env=None) -> CommandResult:
+        self.calls.append(list(cmd))
+        folder = FIX / f"v{'.'.join(self.version.split('.')[:2])}"
+        if cmd[:2] == ["sinfo", "--version"]:
+            out = f"slurm {self.version}\n"
+        elif cmd[0] == "squeue":
+            out = (folder / "squeue.json").read_text()
+        elif cmd[0] == "sinfo":
+            out = (folder / "sinfo.json").read_text()
+        elif cmd[:3] == ["scontrol", "show", "nodes"]:
+            out = (folder / "scontrol_show_nodes.json").read_text()
+        elif cmd[:2] == ["scontrol", "update"]:
+            out = ""
+        else:
+            raise AssertionError(f"unexpected command {cmd}")
+        return CommandResult(tuple(cmd), 0, out, "", 0.0)
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("22.05.8", [["squeue", "--all", "--json"], ["sinfo", "--json"]]),
+        ("23.11.10", [["squeue", "--all", "--json"], ["scontrol", "show", "nodes", "--json"]]),
+        ("24.11.5", [["squeue", "--all", "--json=v0.0.42"], ["scontrol", "show", "nodes", "--json=v0.0.42"]]),
+    ],
+)
+def test_one_bulk_query_per_kind(version: str, expected: list[list[str]]) -> None:
+    runner = FakeRunner(version)
+    snap = CliBackend(conf=FIX / "v22.05" / "conf" / "slurm.conf", runner=runner).snapshot()
+    assert runner.calls[1:] == expected
+    assert snap.version == version and len(snap.jobs) == 14
+    assert [r.name for r in snap.cluster.racks] == ["rack1", "rack2"]
+
+
+def test_no_conf_gives_one_rack(tmp_path: Path) -> None:
+    snap = CliBackend(conf=tmp_path / "missing.conf", runner=FakeRunner("22.05.8")).snapshot()
+    assert len(snap.cluster.racks) == 1 and snap.cluster.total_gpus == 32
+    assert snap.warnings and "no slurm.conf" in snap.warnings[0]
+
+
+def test_writes_are_validated_argv() -> None:
+    runner = FakeRunner("22.05.8")
+    backend = CliBackend(runner=runner)
+    backend.set_site_factor("13", 100)
+    backend.set_priority("7_3", 5000)
+    backend.set_required_nodes("14", ["node01", "node02"])
+    backend.set_required_nodes("14", None)
+    backend.set_admin_comment("14", "slurmrl: placed; x=$(y)")
+    assert runner.calls == [
+        ["scontrol", "update", "JobId=13", "SiteFactor=100"],
+        ["scontrol", "update", "JobId=7_3", "Priority=5000"],
+        ["scontrol", "update", "JobId=14", "ReqNodeList=node01,node02"],
+        ["scontrol", "update", "JobId=14", "ReqNodeList="],
+        ["scontrol", "update", "JobId=14", "AdminComment=slurmrl: placed; x=$(y)"],
+    ]
+    for bad in (
+        lambda: backend.set_priority("13; rm", 1),
+        lambda: backend.set_priority("13", 0),
+        lambda: backend.set_site_factor("13", 2**40),
+        lambda: backend.set_required_nodes("1", ["a b"]),
+        lambda: backend.set_required_nodes("1", "node01"),
+        lambda: backend.set_admin_comment("1", "a\nb"),
+        lambda: backend.set_priority("13", True),
+    ):
+        with pytest.raises(SlurmError):
+            bad()
+    assert len(runner.calls) == 5
+
+
+def test_version_helpers() -> None:
+    assert parse_version("slurm-wlm 22.05.8") == (22, 5, 8)
+    assert json_flag((24, 11, 1)) == "--json=v0.0.42" and json_flag((26, 5, 0)) == "--json"
+    with pytest.raises(SlurmError):
+        parse_version("nothing")
+
+
+def test_pyslurm_backend_on_fake(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _load_fake()
+    fake.Nodes.items = [
+        fake.Node(
+            name="node01",
+            state="MIXED",
+            partitions=["gpu"],
+            configured_gres={"gpu:v100": 8},
+            allocated_gres={"gpu:v100": {"count": "3", "indexes": "0-2"}},
+            total_cpus=64,
+            real_memory=1000,
+        ),
+        fake.Node(
+            name="node02",
+            state="IDLE+DRAIN",
+            partitions=["gpu"],
+            configured_gres={"gpu:v100": 8},
+            allocated_gres={"gpu:v100": 0},
+            total_cpus=64,
+            real_memory=1000,
+            reason="maint",
+        ),
+    ]
+    fake.Jobs.items = [
+        fake.Job(
+            id=4,
+            name="run",
+            state="RUNNING",
+            allocated_nodes="node01",
+            gres_per_node={"gpu": 3},
+            submit_time=10,
+            start_time=20,
+            time_limit=60,
+            layout={
+                "node01": {
+                    "cpu_ids": "0",
+                    "gres": {"gpu:v100": {"count": "3", "indexes": "0-2"}},
+                    "memory": 1,
+                }
+            },
+        ),
+        fake.Job(
+            id=5,
+            name="wait",
+            gres_per_node={"gpu": 2},
+            num_nodes=2,
+            submit_time=30,
+            dependencies={"afterok": [4]},
+            state_reason="Dependency",
+        ),
+        fake.Job(
+            id=9,
+            array_id=9,
+            array_tasks_waiting="1-2",
+            name="arr",
+            gres_per_node={"gpu": 1},
+            submit_time=40,
+            state_reason="Priority",
+        ),
+    ]
+    monkeypatch.setitem(sys.modules, "pyslurm", fake)
+    from slurmrl.slurm.pyslurm_backend import PyslurmBackend
+
+    snap = PyslurmBackend(conf="/nonexistent/slurm.conf").snapshot()
+    jobs = {j.job_id: j for j in snap.jobs}
+    assert jobs["4"].gpu_indices() == {"node01": (0, 1, 2)} and jobs["4"].time_limit == 3600
+    assert (jobs["5"].gpus.total, jobs["5"].dependency, jobs["5"].eligible) == (4, "afterok:4", False)
+    assert jobs["9_[1-2]"].task_ids() == ["9_1", "9_2"]
+    view = snap.to_view()
+    assert view.pool.free_gpus(0) == [3, 4, 5, 6, 7] and view.pool.free_gpus(1) == []
+    assert [j.job_id for j in view.pending] == ["9_1", "9_2"]
+    fake.Jobs.fail = True
+    try:
+        with pytest.raises(SlurmError, match="pyslurm could not load"):
+            PyslurmBackend(conf="/nonexistent").snapshot()
+    finally:
+        fake.Jobs.fail = False
+
+
+def test_pyslurm_missing_or_wrong_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurmrl.slurm.pyslurm_backend import import_pyslurm
+
+    monkeypatch.setitem(sys.modules, "pyslurm", None)  # import raises ImportError
+    with pytest.raises(SlurmError, match="not installed") as err:
+        import_pyslurm()
+    assert "slurmrl[pyslurm]" in err.value.format()
+    fake = _load_fake()
+    fake.__version__ = "24.5.0"
+    monkeypatch.setitem(sys.modules, "pyslurm", fake)
+    with pytest.raises(SlurmError, match="supports pyslurm 25.11"):
+        import_pyslurm()
+
+
+def test_cli_commands(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import slurmrl.cli.slurm as cli_slurm
+
+    conf = FIX / "v22.05" / "conf" / "slurm.conf"
+    monkeypatch.setattr(
+        cli_slurm,
+        "_backend",
+        lambda name, c, mode="json": CliBackend(conf=conf, runner=FakeRunner("22.05.8")),
+    )
+    runner = CliRunner()
+    result = runner.invoke(main, ["slurm", "snapshot"])
+    assert result.exit_code == 0, result.output
+    assert "node01       [#######.] 7/8" in result.output and "14" in result.output
+    result = runner.invoke(main, ["slurm", "snapshot", "--json"])
+    assert result.exit_code == 0 and '"job_id": "7_[3-5]"' in result.output
+    out = tmp_path / "spec.toml"
+    result = runner.invoke(main, ["cluster", "from-slurm", "--conf", str(conf), "--out", str(out)])
+    assert result.exit_code == 0 and 'intra = "nvlink:4"' in out.read_text()
+
+    def down(*a, **k):
+        raise ControllerUnreachable("'squeue' failed (exit 1): Unable to contact slurm controller")
+
+    monkeypatch.setattr(cli_slurm, "_backend", down)
+    result = runner.invoke(main, ["slurm", "snapshot"])
+    assert result.exit_code == 1 and "Unable to contact" in result.output and "Traceback" not in result.output
