@@ -1,0 +1,117 @@
+"""The command line end to end: every --help, a simulation, and clean errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from slurmrl.cli import COMMANDS, main
+
+
+def _all_commands():
+    """Every command and subcommand path, e.g. ("slurm", "snapshot")."""
+    import click
+
+    paths = [()]
+    for name in COMMANDS:
+        cmd = main.get_command(None, name)  # type: ignore[arg-type]
+        paths.append((name,))
+        if isinstance(cmd, click.Group):
+            paths.extend((name, sub) for sub in cmd.list_commands(None))  # type: ignore[arg-type]
+    return paths
+
+
+@pytest.mark.parametrize("path", _all_commands(), ids=lambda p: " ".join(p) or "slurmrl")
+def test_help(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(main, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+def test_help_of_light_commands_does_not_import_torch() -> None:
+    code = (
+        "import sys\n"
+        "from slurmrl.cli import COMMANDS, main\n"
+        "for cmd in ('daemon', 'status', 'slurm', 'cluster', 'simulate', 'compare', 'policies', 'report'):\n"
+        "    if cmd not in COMMANDS:\n"
+        "        continue\n"
+        "    try:\n"
+        "        main([cmd, '--help'], standalone_mode=False)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
+
+
+SIM_KEYS = {
+    "jobs", "completed", "avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan",
+    "gpu_utilization", "avg_jct_lower_bound", "makespan_lower_bound", "multi_gpu_local_fraction",
+    "wall_seconds",
+}
+
+
+def test_simulate_json_on_embedded_sample(tmp_path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        main,
+        ["simulate", "--limit", "300", "--cluster", "1x2x8", "--policy", "fifo", "--json", "--out", str(out),
+         "--no-progress"],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert SIM_KEYS <= set(summary)
+    assert summary["jobs"] == 300
+    assert summary["completed"] == 300
+    assert summary["avg_jct"] >= summary["avg_jct_lower_bound"]
+    assert {"summary.json", "jobs.csv", "timeline.csv"} <= {p.name for p in out.iterdir()}
+
+
+def test_compare_writes_table(tmp_path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["compare", "--limit", "200", "--cluster", "1x2x8", "--policies", "fifo,fifo+first-fit",
+         "--out", str(tmp_path), "--no-progress"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "fifo" in result.output
+    rows = json.loads((tmp_path / "comparison.json").read_text())["rows"]
+    assert len(rows) == 2
+    assert (tmp_path / "comparison.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["simulate", "--policy", "fifoo"], "did you mean 'fifo'"),
+        (["simulate", "--cluster", "8x8"], "8x8"),
+        (["simulate", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
+        (["simulate", "--scenario", "philly-512"], "unknown scenario"),
+        (["compare", "--policies", "fifo,nosuch"], "unknown policy"),
+    ],
+)
+def test_user_errors_are_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, [*args, "--no-progress"])
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_trace_row_is_named(tmp_path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "job_id,user,vc,submit_time,duration_s,num_gpus,num_nodes,status,job_type\n"
+        "a,,vc1,0,100,1,,,\n"
+        "b,,vc1,10,-5,1,,,\n"
+    )
+    result = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--no-progress"])
+    assert result.exit_code != 0
+    assert "bad.csv" in result.output and "line 3" in result.output and "duration_s" in result.output
+    skipped = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--skip-bad", "--json", "--no-progress"])
+    assert skipped.exit_code == 0, skipped.output
+    assert "skipped 1 bad row" in skipped.output

@@ -1,0 +1,42 @@
+"""The event queue: time order, deterministic ties, no scheduling in the past."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
+
+
+def test_ties_break_by_priority_then_insertion() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.schedule(5.0, WAKE, "wake")
+    q.schedule(5.0, ARRIVAL, "arrive-1")
+    q.schedule(5.0, COMPLETION, "done")
+    q.schedule(5.0, ARRIVAL, "arrive-2")
+    q.schedule(1.0, WAKE, "early")
+    assert q.pop()[2] == "early"
+    assert [e for _, e in q.pop_due(5.0)] == ["done", "arrive-1", "arrive-2", "wake"]
+    assert q.now == 5.0
+    assert q.peek() == float("inf")
+
+
+def test_cannot_schedule_in_the_past() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.schedule(3.0, ARRIVAL, "a")
+    q.pop()
+    with pytest.raises(ValueError, match="before the current time"):
+        q.schedule(2.0, ARRIVAL, "b")
+
+
+@given(st.lists(st.tuples(st.floats(0, 1e6), st.integers(0, 2)), min_size=1, max_size=200))
+def test_pops_are_sorted(events: list[tuple[float, int]]) -> None:
+    q: EventQueue[int] = EventQueue()
+    for i, (t, p) in enumerate(events):
+        q.schedule(t, p, i)
+    out = []
+    while len(q):
+        t, p, i = q.pop()
+        out.append((t, p, i))
+    assert out == sorted(out)

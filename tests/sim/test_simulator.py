@@ -1,0 +1,178 @@
+"""Simulator invariants on small random workloads.
+
+Whatever the policy does, the engine must never double-book a GPU, must
+finish every job exactly once, keep utilisation within [0, 1] and never beat
+the lower bounds; and the same inputs must replay identically.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slurmrl.cluster import load_cluster
+from slurmrl.errors import PolicyError
+from slurmrl.policy import make_policy
+from slurmrl.policy.view import Decisions, Start
+from slurmrl.sim.metrics import summarize
+from slurmrl.sim.simulator import SimConfig, Simulator
+from slurmrl.traces.schema import Trace, TraceJob
+
+CLUSTER = load_cluster("2x2x4:v100")
+
+jobs_strategy = st.lists(
+    st.tuples(
+        st.floats(0, 5_000, allow_nan=False),  # submit
+        st.floats(1, 20_000, allow_nan=False),  # duration
+        st.sampled_from([1, 1, 1, 2, 4, 8, 16]),  # GPUs
+        st.sampled_from(["resnet50", "vgg16", "bert", "lstm", ""]),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def make_trace(rows: list[tuple[float, float, int, str]]) -> Trace:
+    jobs = sorted(
+        (TraceJob(f"j{i}", s, d, g, user=f"u{i % 3}", vc=f"vc{i % 2}", model=m) for i, (s, d, g, m) in enumerate(rows)),
+        key=lambda j: (j.submit_time, j.job_id),
+    )
+    return Trace(tuple(jobs), "test", "constructed")
+
+
+class CheckingPolicy:
+    """Wraps a policy and checks the view it gets: no GPU is free and busy at once."""
+
+    deployable = True
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def bind_oracle(self, durations) -> None:
+        self.inner.bind_oracle(durations)
+
+    def decide(self, view):
+        busy = sum(j.gpus for j in view.running)
+        assert busy + view.pool.total_free == view.cluster.total_gpus
+        held = [(a.node, g) for j in view.running for a in j.placement.allocs for g in a.gpus]
+        assert len(held) == len(set(held)), "a GPU is held by two jobs"
+        for node, gpu in held:
+            assert not view.pool.free[node, gpu]
+        return self.inner.decide(view)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, policy=st.sampled_from(["fifo"]), seed=st.integers(0, 3))
+def test_invariants(rows, policy, seed) -> None:
+    trace = make_trace(rows)
+    sim = Simulator(trace, CLUSTER, config=SimConfig(seed=seed))
+    result = sim.run(CheckingPolicy(make_policy(policy)))
+    assert len(result.records) == len(trace.jobs)
+    for rec in result.records:
+        assert not math.isnan(rec.end_time), f"{rec.job_id} never finished"
+        assert rec.start_time >= rec.submit_time
+        # A job never runs faster than under ideal placement.
+        assert rec.run_time >= rec.duration - 1e-6
+    for sample in result.samples:
+        assert 0 <= sample.busy_gpus <= CLUSTER.total_gpus
+    summary = summarize(result.records, result.samples, CLUSTER, wall_seconds=0.0).to_dict()
+    assert 0.0 <= summary["gpu_utilization"] <= 1.0 + 1e-9
+    assert summary["avg_jct"] >= summary["avg_jct_lower_bound"] - 1e-6
+    assert summary["makespan"] >= summary["makespan_lower_bound"] - 1e-6
+
+
+def test_same_inputs_replay_identically() -> None:
+    rows = [(i * 37.0, 500.0 + 97 * (i % 7), [1, 2, 4, 8][i % 4], "") for i in range(60)]
+    a = Simulator(make_trace(rows), CLUSTER, config=SimConfig(seed=1)).run(make_policy("fifo"))
+    b = Simulator(make_trace(rows), CLUSTER, config=SimConfig(seed=1)).run(make_policy("fifo"))
+    assert a.records == b.records
+    assert a.samples == b.samples
+
+
+def test_worse_placement_is_slower_than_the_trace_duration() -> None:
+    """An 8-GPU job forced across racks takes longer than its ideal-placement duration."""
+    trace = make_trace([(0.0, 1000.0, 8, "vgg16")])
+
+    class Scatter:
+        name, deployable = "scatter", True
+
+        def bind_oracle(self, durations) -> None:  # pragma: no cover - deployable
+            pass
+
+        def decide(self, view):
+            from slurmrl.cluster.model import Placement
+
+            job = next(iter(view.pending))
+            # Two GPUs on each of four nodes in two racks.
+            placement = Placement.of([(n, [0, 1]) for n in range(4)])
+            return Decisions(order=(job.job_id,), starts=(Start(job.job_id, placement),))
+
+    scattered = Simulator(trace, CLUSTER).run(Scatter()).records[0]
+    ideal = Simulator(trace, CLUSTER).run(make_policy("fifo")).records[0]
+    assert ideal.run_time == pytest.approx(1000.0)
+    assert scattered.run_time > 1.2 * ideal.run_time
+    assert scattered.worst_link == 3
+
+
+def test_colocation_slows_both_jobs() -> None:
+    trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (0.0, 1000.0, 2, "vgg16")])
+    alone = Simulator(make_trace([(0.0, 1000.0, 2, "vgg16")]), CLUSTER).run(make_policy("fifo")).records[0]
+    shared = Simulator(trace, CLUSTER).run(make_policy("fifo")).records
+    assert alone.run_time == pytest.approx(1000.0)
+    assert all(r.run_time > alone.run_time for r in shared)
+
+
+def test_time_limit_kills_the_job() -> None:
+    job = TraceJob("long", 0.0, 5000.0, 1, time_limit=3600.0)
+    rec = Simulator(Trace((job,), "t", "constructed"), CLUSTER).run(make_policy("fifo")).records[0]
+    assert rec.killed_at_limit
+    assert rec.end_time == pytest.approx(3600.0)
+
+
+def test_preemption_requeues_and_charges_restart() -> None:
+    trace = make_trace([(0.0, 1000.0, 16, "resnet50"), (10.0, 100.0, 4, "resnet50")])
+
+    class PreemptOnce:
+        name, deployable, preemptive = "preempt-once", True, True
+        done = False
+
+        def bind_oracle(self, durations) -> None:  # pragma: no cover
+            pass
+
+        def decide(self, view):
+            fifo = make_policy("fifo")
+            if not self.done and view.now >= 10.0 and view.running:
+                self.done = True
+                return Decisions(preempt=tuple(j.job_id for j in view.running))
+            return fifo.decide(view)
+
+    sim = Simulator(trace, CLUSTER, config=SimConfig(restart_overhead=30.0))
+    records = {r.job_id: r for r in sim.run(PreemptOnce()).records}
+    big = records["j0"]
+    assert big.preemptions == 1
+    # 10 s of work before the preemption, then the rest plus the restart cost.
+    assert big.run_time == pytest.approx(1000.0 + 30.0, rel=1e-6)
+    assert records["j1"].end_time < big.end_time
+
+
+def test_invalid_decisions_are_reported() -> None:
+    trace = make_trace([(0.0, 10.0, 4, "")])
+
+    class Bad:
+        name, deployable = "bad", True
+
+        def bind_oracle(self, durations) -> None:  # pragma: no cover
+            pass
+
+        def decide(self, view):
+            from slurmrl.cluster.model import Placement
+
+            job = next(iter(view.pending))
+            return Decisions(starts=(Start(job.job_id, Placement.of([(0, [0])])),))
+
+    with pytest.raises(PolicyError, match="asked for 4"):
+        Simulator(trace, CLUSTER).run(Bad())
