@@ -10,7 +10,8 @@ implementations (for example RL agents that also choose placement) implement
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol, runtime_checkable
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool

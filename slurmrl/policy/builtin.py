@@ -8,3 +8,42 @@ from slurmrl.policy.registry import register_placement, register_policy
 register_placement("first-fit", "slurmrl.policy.placement.first_fit:FirstFit", "lowest-numbered nodes with enough free GPUs, as Slurm's linear selection")
 
 register_policy("fifo", "slurmrl.policy.ordering.fifo:make_fifo", "first come, first served; the head job blocks the queue")
+
+register_placement(
+    "consolidate", "slurmrl.policy.placement.consolidate:Consolidate",
+    "best fit: fewest nodes, fullest node that still fits, keeping whole nodes free",
+)
+register_placement(
+    "topology", "slurmrl.policy.placement.topology:Topology",
+    "closest free GPUs: one NVLink island, else one node, else one rack, else fewest racks",
+)
+register_placement(
+    "interference-aware", "slurmrl.policy.placement.interference:InterferenceAware",
+    "best fit that keeps interference-sensitive models off each other's nodes",
+)
+register_policy(
+    "fifo-backfill", "slurmrl.policy.ordering.fifo:make_fifo_backfill",
+    "first come, first served with EASY backfill on time limits", default_placement="first-fit",
+)
+register_policy(
+    "slurm", "slurmrl.policy.ordering.multifactor:make_slurm",
+    "stock Slurm: multifactor priority (age, size, fair-share) with EASY backfill",
+    default_placement="first-fit",
+)
+register_policy(
+    "sjf-oracle", "slurmrl.policy.ordering.oracle:make_sjf_oracle",
+    "shortest true duration first with backfill (bound; uses true durations)", deployable=False,
+)
+register_policy(
+    "srtf-oracle", "slurmrl.policy.ordering.oracle:make_srtf_oracle",
+    "shortest remaining time first, preemptive (bound; uses true durations)", deployable=False,
+)
+register_policy(
+    "tiresias", "slurmrl.policy.ordering.tiresias:make_tiresias",
+    "2D-LAS on attained GPU-time, two queues, preemptive, starvation guard (Tiresias NSDI'19)",
+    default_placement="consolidate",
+)
+register_policy(
+    "qssf", "slurmrl.policy.ordering.qssf:make_qssf",
+    "estimated GPU-time first, estimates learned from users' finished jobs (Helios SC'21)",
+)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy, Policy

@@ -10,8 +10,8 @@ Oracle policies, which are bounds and never deployed, get durations through
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Collection, Iterable, Iterator, Sequence
 
 from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool

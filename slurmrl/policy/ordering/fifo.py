@@ -1,19 +1,24 @@
-"""First come, first served."""
+"""First come, first served, with or without EASY backfill."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Sequence
 
+from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.base import OrderedScheduler, PlacementPolicy
 from slurmrl.policy.view import ClusterView, JobView
 
 
 class FifoOrdering:
-    def order(self, view: ClusterView) -> Iterable[JobView]:
-        # Both backends hand over pending jobs in arrival order, so FIFO costs
-        # nothing per pass even with thousands of jobs waiting.
+    def order(self, view: ClusterView) -> Sequence[JobView]:
+        # The view's pending list is in submit order by contract, so FIFO is
+        # the list as is: no per-pass sort of a queue that may hold thousands.
         return view.pending
 
 
 def make_fifo(placement: PlacementPolicy) -> OrderedScheduler:
     return OrderedScheduler("fifo", FifoOrdering(), placement)
+
+
+def make_fifo_backfill(placement: PlacementPolicy) -> EasyBackfill:
+    return EasyBackfill("fifo-backfill", FifoOrdering(), placement)

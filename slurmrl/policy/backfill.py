@@ -1,0 +1,196 @@
+"""EASY backfill on users' time limits, for any ordering.
+
+The first job in rank order that cannot start gets a reservation: the
+earliest time at which, if every running job ran to its time limit, the
+placement policy could place it, and the GPUs it would get then. A later job
+may start now only if it fits and either ends (now + its time limit) by that
+*shadow time* or stays off the reserved GPUs. So backfill never delays the
+head job beyond what the time limits promise (Lifka, "The ANL/IBM SP
+scheduling system", JSSPP 1995; Mu'alem & Feitelson, IEEE TPDS 12(6), 2001),
+which is how Slurm's sched/backfill plugin behaves for the top job.
+
+Running jobs' limit-based end times are kept in a sorted list updated from
+the jobs this scheduler starts and the ``finished`` list, and rebuilt from
+``view.running`` only when the two disagree, so a pass costs the releases the
+head job needs rather than a sort of everything running.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Iterator
+from itertools import groupby, islice
+from operator import attrgetter, itemgetter
+
+import numpy as np
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+
+# Slurm's bf_max_job_test default: at most this many queued jobs are tried
+# for backfill per pass (slurm.conf(5), SchedulerParameters).
+BF_MAX_JOB_TEST = 500
+# Limit assumed for a job that has none: the longest limit the time-limit
+# model hands out (slurmrl.sim.time_limits.MAX_LIMIT), a typical MaxTime.
+DEFAULT_TIME_LIMIT = 7 * 86400.0
+# Placement attempts for the head job's reservation before giving up on it
+# for this pass (bounds the cost when a GPU-type constraint keeps it unplaceable).
+MAX_RESERVATION_TRIES = 256
+
+_ID = attrgetter("job_id")
+
+
+def limit_of(job: JobView) -> float:
+    return job.time_limit if job.time_limit is not None and job.time_limit > 0 else DEFAULT_TIME_LIMIT
+
+
+class EasyBackfill(OrderedScheduler):
+    """Strict priority order, then EASY backfill behind the first blocked job."""
+
+    def __init__(
+        self,
+        name: str,
+        ordering: Ordering,
+        placement: PlacementPolicy,
+        *,
+        max_job_test: int = BF_MAX_JOB_TEST,
+    ) -> None:
+        super().__init__(name, ordering, placement)
+        self.max_job_test = max_job_test
+        self._ends: list[tuple[float, str]] = []  # (limit-based end, job id), sorted
+        self._running: dict[str, tuple[float, Placement]] = {}
+        self._pass: list[tuple[JobView, Placement]] = []  # started in the current pass
+        self.last_shadow: float = math.inf  # the head job's reservation time in the last pass
+
+    # -- running-job bookkeeping -------------------------------------------------
+
+    def _track(self, job_id: str, end: float, placement: Placement) -> None:
+        self._running[job_id] = (end, placement)
+        bisect.insort(self._ends, (end, job_id))
+
+    def _sync(self, view: ClusterView) -> None:
+        for done in view.finished:
+            hit = self._running.pop(done.job.job_id, None)
+            if hit is not None:
+                i = bisect.bisect_left(self._ends, (hit[0], done.job.job_id))
+                if i < len(self._ends) and self._ends[i][1] == done.job.job_id:
+                    del self._ends[i]
+        if len(self._running) != len(view.running):
+            self._running.clear()
+            self._ends.clear()
+            for job in view.running:
+                if job.placement is None:
+                    continue
+                start = job.start_time if job.start_time is not None else view.now
+                self._running[job.job_id] = (start + limit_of(job), job.placement)
+            self._ends = sorted((end, jid) for jid, (end, _) in self._running.items())
+
+    # -- the pass ----------------------------------------------------------------
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self._sync(view)
+        self._pass = []
+        self.last_shadow = math.inf
+        ranked = self.ordering.order(view)
+        starts: list[Start] = []
+        if view.pool.total_free > 0:
+            pool = view.pool.copy()
+            queue = iter(ranked)
+            for job in queue:
+                if pool.total_free == 0:
+                    break
+                placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
+                if placement is None:
+                    starts.extend(self.after_blocked(view, pool, job, queue))
+                    break
+                pool.allocate(placement)
+                starts.append(Start(job.job_id, placement))
+                self._pass.append((job, placement))
+        for job, placement in self._pass:
+            self._track(job.job_id, view.now + limit_of(job), placement)
+        started = getattr(self.ordering, "started", None)
+        if started is not None:
+            started([s.job_id for s in starts])
+        return Decisions(order=JobIds(ranked), starts=tuple(starts), info={"shadow_time": self.last_shadow})
+
+    def reservation(self, view: ClusterView, pool: GpuPool, head: JobView) -> tuple[float, np.ndarray | None]:
+        """Shadow time for ``head`` and the currently free GPUs it would get then.
+
+        Running jobs (and those started earlier in this pass) are released in
+        order of their limit-based end times on a scratch pool until the
+        placement policy can place ``head``. ``(inf, None)`` when it cannot be
+        placed even then.
+        """
+        if head.gpus > pool.cluster.total_gpus:
+            return math.inf, None
+        scratch = pool.copy()
+        now = view.now
+        mine = sorted((now + limit_of(j), j.job_id) for j, _ in self._pass)
+        placements = {j.job_id: p for j, p in self._pass}
+        tries = 0
+        for end, group in groupby(heapq.merge(self._ends, mine), key=itemgetter(0)):
+            for _, job_id in group:  # release everything ending at the same instant first
+                placement = placements.get(job_id)
+                scratch.release(placement if placement is not None else self._running[job_id][1])
+            if scratch.total_free < head.gpus:
+                continue
+            found = self.placement.place(head, scratch, view)
+            if found is not None:
+                reserved = np.zeros_like(pool.free)
+                for alloc in found.allocs:
+                    reserved[alloc.node, list(alloc.gpus)] = True
+                return max(end, now), reserved & pool.free
+            tries += 1
+            if tries >= MAX_RESERVATION_TRIES:
+                break
+        return math.inf, None
+
+    def after_blocked(
+        self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
+    ) -> list[Start]:
+        shadow, reserved = self.reservation(view, pool, head)
+        self.last_shadow = shadow
+        outside = pool.copy()  # free GPUs minus the head's reservation
+        if reserved is not None and reserved.any():
+            outside.allocate(_as_placement(reserved))
+        starts: list[Start] = []
+        now = view.now
+        for job in islice(rest, self.max_job_test):
+            if pool.total_free == 0:
+                break
+            if job.gpus > pool.total_free:
+                continue
+            if now + limit_of(job) <= shadow:
+                placement = self.placement.place(job, pool, view)
+            elif job.gpus <= outside.total_free:
+                placement = self.placement.place(job, outside, view)
+            else:
+                continue
+            if placement is None:
+                continue
+            pool.allocate(placement)
+            taken = _free_part(placement, outside)
+            if taken is not None:
+                outside.allocate(taken)
+            starts.append(Start(job.job_id, placement))
+            self._pass.append((job, placement))
+        return starts
+
+
+def _as_placement(mask: np.ndarray) -> Placement:
+    nodes = np.flatnonzero(mask.any(axis=1))
+    return Placement.of((int(n), np.flatnonzero(mask[n]).tolist()) for n in nodes)
+
+
+def _free_part(placement: Placement, pool: GpuPool) -> Placement | None:
+    """The GPUs of ``placement`` that are still free in ``pool`` (None if none)."""
+    pairs = []
+    for a in placement.allocs:
+        gpus = [g for g in a.gpus if pool.free[a.node, g]]
+        if gpus:
+            pairs.append((a.node, gpus))
+    return Placement.of(pairs) if pairs else None

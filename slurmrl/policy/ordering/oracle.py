@@ -1,0 +1,87 @@
+"""Clairvoyant bounds: shortest job first and shortest remaining time first.
+
+Both read the true durations handed over by ``bind_oracle`` and are therefore
+registered as non-deployable: they show how much a perfect runtime predictor
+could gain, not something Slurm could run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from slurmrl.policy.backfill import EasyBackfill
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
+from slurmrl.policy.ordering.ranking import Ranking
+from slurmrl.policy.view import ClusterView, JobView
+
+# SRTF churn bounds (our choices): a running job is only displaced by a job
+# whose remaining time is below 1/PREEMPT_RATIO of its own, and never within
+# MIN_RUN seconds of (re)starting, so a job that keeps getting preempted must
+# have been overtaken by markedly shorter work each time.
+PREEMPT_RATIO = 2.0
+MIN_RUN = 60.0
+
+
+class _Durations:
+    def __init__(self) -> None:
+        self.durations: Mapping[str, float] = {}
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        self.durations = dict(durations)
+
+    def duration(self, job: JobView) -> float:
+        """True duration; jobs the oracle was not told about rank last."""
+        return float(self.durations.get(job.job_id, np.inf))
+
+
+class SjfOrdering(_Durations):
+    """Shortest true duration first (non-preemptive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ranking = Ranking(self._keys)
+
+    def _keys(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
+        return np.array([self.duration(j) for j in jobs], dtype=float)
+
+    def order(self, view: ClusterView) -> list[JobView]:
+        return self._ranking.order(view)
+
+    def started(self, job_ids: Sequence[str]) -> None:
+        self._ranking.started(job_ids)
+
+
+class SrtfOracle(PreemptiveScheduler):
+    """Shortest remaining time first, preempting jobs with much longer remaining time."""
+
+    deployable = False
+
+    def __init__(self, placement: PlacementPolicy) -> None:
+        super().__init__("srtf-oracle", placement, min_run=MIN_RUN)
+        self._oracle = _Durations()
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        self._oracle.bind_oracle(durations)
+
+    def remaining(self, job: JobView, now: float) -> float:
+        ran = job.service(now) / job.gpus if job.gpus > 0 else 0.0
+        return max(0.0, self._oracle.duration(job) - ran)
+
+    def key(self, job: JobView, now: float) -> tuple[float, float, str]:
+        return (self.remaining(job, now), job.submit_time, job.job_id)
+
+    def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
+        return self.remaining(victim, now) > PREEMPT_RATIO * self.remaining(job, now)
+
+
+def make_sjf_oracle(placement: PlacementPolicy) -> EasyBackfill:
+    policy = EasyBackfill("sjf-oracle", SjfOrdering(), placement)
+    policy.deployable = False
+    return policy
+
+
+def make_srtf_oracle(placement: PlacementPolicy) -> SrtfOracle:
+    return SrtfOracle(placement)

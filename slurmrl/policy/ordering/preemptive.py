@@ -1,0 +1,143 @@
+"""Preemptive priority scheduling shared by Tiresias and the SRTF bound.
+
+Every pass ranks the pending jobs; each job in rank order starts if the
+placement finds GPUs, and otherwise may take the GPUs of running jobs that
+rank below it by the subclass's rule (:meth:`PreemptiveScheduler.may_preempt`).
+Victims are tried lowest-priority first and only those whose GPUs the new
+placement actually uses are stopped. Work-conserving: a job that cannot start
+either way is skipped, not allowed to block the rest (as in Tiresias's own
+simulator); the subclasses' starvation guards keep large jobs from waiting
+forever.
+
+The simulator applies ``Decisions.preempt`` before ``Decisions.starts``:
+a start may use GPUs of a job preempted in the same pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+
+# Preemptions per pass at most (our choice): bounds churn when a burst of
+# high-priority jobs arrives at once; the rest wait for the next pass.
+MAX_PREEMPT_PER_PASS = 16
+
+
+class PreemptiveScheduler:
+    deployable = True
+    preemptive = True  # the simulator consults it even when every GPU is busy
+
+    def __init__(self, name: str, placement: PlacementPolicy, *, min_run: float = 0.0) -> None:
+        self.name = name
+        self.placement = placement
+        self.min_run = min_run  # a running job is safe from preemption for this long after it starts
+        self.max_preempt_per_pass = MAX_PREEMPT_PER_PASS
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        return None
+
+    # -- hooks ----------------------------------------------------------------------
+
+    def prepare(self, view: ClusterView) -> None:
+        """Update state from the view before ranking (learning, starvation checks)."""
+
+    def key(self, job: JobView, now: float) -> Any:
+        """Sort key: smaller runs first. Must be defined for pending and running jobs."""
+        raise NotImplementedError
+
+    def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
+        raise NotImplementedError
+
+    def on_preempt(self, victim: JobView, now: float) -> None:
+        """Called once per job this scheduler stops."""
+
+    def on_start(self, job: JobView, now: float) -> None:
+        """Called once per job this scheduler starts."""
+
+    def wake_at(self, view: ClusterView) -> float | None:
+        """When priorities next change without an event (a demotion, a promotion), if ever."""
+        return None
+
+    # -- the pass ---------------------------------------------------------------------
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.prepare(view)
+        now = view.now
+        ranked = sorted(view.pending, key=lambda j: self.key(j, now))
+        order = JobIds(ranked)
+        if not ranked:
+            return Decisions(order=order, wake_at=self.wake_at(view))
+        pool = view.pool.copy()
+        victims = sorted(
+            (j for j in view.running if j.placement is not None and self._unprotected(j, now)),
+            key=lambda j: self.key(j, now),
+            reverse=True,
+        )  # worst-ranked first
+        starts: list[Start] = []
+        preempted: list[JobView] = []
+        for job in ranked:
+            if pool.total_free == 0 and (
+                not victims
+                or len(preempted) >= self.max_preempt_per_pass
+                or not self.may_preempt(victims[0], job, now)
+            ):
+                # Rank order is monotone in the preemption rule: if this job
+                # cannot displace the worst running job, no later one can.
+                break
+            placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
+            if placement is None and len(preempted) < self.max_preempt_per_pass:
+                placement = self._displace(job, pool, view, victims, preempted)
+            if placement is None:
+                continue
+            pool.allocate(placement)
+            starts.append(Start(job.job_id, placement))
+            self.on_start(job, now)
+        for victim in preempted:
+            self.on_preempt(victim, now)
+        return Decisions(
+            order=order,
+            starts=tuple(starts),
+            preempt=tuple(v.job_id for v in preempted),
+            wake_at=self.wake_at(view),
+        )
+
+    def _unprotected(self, job: JobView, now: float) -> bool:
+        start = job.start_time if job.start_time is not None else now
+        return now - start >= self.min_run
+
+    def _displace(
+        self, job: JobView, pool: GpuPool, view: ClusterView, victims: list[JobView], preempted: list[JobView]
+    ) -> Placement | None:
+        """Place ``job`` by stopping lower-ranked running jobs; commits the stops into ``pool``."""
+        budget = self.max_preempt_per_pass - len(preempted)
+        candidates = [v for v in victims if self.may_preempt(v, job, view.now)][:budget]
+        if not candidates or pool.total_free + sum(v.gpus for v in candidates) < job.gpus:
+            return None
+        scratch = pool.copy()
+        chosen: list[JobView] = []
+        found: Placement | None = None
+        for victim in candidates:
+            if victim.placement is None:
+                continue
+            scratch.release(victim.placement)
+            chosen.append(victim)
+            if scratch.total_free >= job.gpus:
+                found = self.placement.place(job, scratch, view)
+                if found is not None:
+                    break
+        if found is None:
+            return None
+        used = {(a.node, g) for a in found.allocs for g in a.gpus}
+        for victim in chosen:
+            if victim.placement is not None and any(
+                (a.node, g) in used for a in victim.placement.allocs for g in a.gpus
+            ):
+                pool.release(victim.placement)
+                preempted.append(victim)
+                victims.remove(victim)
+        return found

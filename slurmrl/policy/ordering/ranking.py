@@ -1,0 +1,108 @@
+"""A pending queue kept sorted between passes.
+
+Orderings whose job keys change only at known times (a fixed job property,
+or Slurm's priorities, recomputed every PriorityCalcPeriod) do not need to
+sort the whole queue at every scheduling pass. :class:`Ranking` keeps the
+pending jobs sorted by key, inserts arrivals with a binary search, drops the
+jobs the scheduler reported as started, and re-keys everything (vectorised)
+only when the ordering's period elapses. Whenever its bookkeeping disagrees
+with the view (a requeued job, a start it was not told about) it rebuilds
+from the view, so it is never wrong, only occasionally slower.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
+
+import numpy as np
+
+from slurmrl.policy.view import ClusterView, JobView
+
+KeyFn = Callable[[Sequence[JobView], float], np.ndarray]  # smaller key = served first
+
+_SUBMIT = attrgetter("submit_time")
+_ID = attrgetter("job_id")
+
+
+class Ranking:
+    def __init__(self, keys: KeyFn, period: float | None = None) -> None:
+        self._key_fn = keys
+        self.period = period  # re-key all pending jobs this often (None: keys never change)
+        self._keys: list[tuple[float, float, str]] = []
+        self._jobs: list[JobView] = []
+        self._key_of: dict[str, tuple[float, float, str]] = {}
+        self._gone: list[str] = []
+        self._next_rekey = -np.inf
+        self._force = False
+        self.rebuilds = 0  # full rebuilds so far (for tests and profiling)
+
+    def invalidate(self) -> None:
+        """Re-key every pending job at the next :meth:`order` (the keys' inputs changed)."""
+        self._force = True
+
+    def job(self, job_id: str) -> JobView | None:
+        """The tracked pending job with this id, if any."""
+        key = self._key_of.get(job_id)
+        if key is None:
+            return None
+        i = bisect.bisect_left(self._keys, key)
+        if i < len(self._keys) and self._keys[i] == key:
+            return self._jobs[i]
+        return None
+
+    def started(self, job_ids: Iterable[str]) -> None:
+        self._gone.extend(job_ids)
+
+    def order(self, view: ClusterView) -> list[JobView]:
+        pending = view.pending
+        for job_id in self._gone:
+            key = self._key_of.pop(job_id, None)
+            if key is not None:
+                i = bisect.bisect_left(self._keys, key)
+                if i >= len(self._keys) or self._keys[i] != key:
+                    i = self._keys.index(key)
+                del self._keys[i]
+                del self._jobs[i]
+        self._gone.clear()
+        due = self._force or (self.period is not None and view.now >= self._next_rekey)
+        if not due:
+            arrivals: list[JobView] = []
+            for job in reversed(pending):
+                if job.job_id in self._key_of:
+                    break
+                arrivals.append(job)
+            if len(self._key_of) + len(arrivals) != len(pending):
+                due = True
+            elif arrivals:
+                values = self._key_fn(arrivals, view.now).tolist()
+                for job, value in zip(arrivals, values, strict=False):
+                    key = (value, job.submit_time, job.job_id)
+                    i = bisect.bisect_right(self._keys, key)
+                    self._keys.insert(i, key)
+                    self._jobs.insert(i, job)
+                    self._key_of[job.job_id] = key
+        if due:
+            self._rebuild(pending, view.now)
+        return list(self._jobs)
+
+    def _rebuild(self, pending: Sequence[JobView], now: float) -> None:
+        self.rebuilds += 1
+        self._force = False
+        if self.period is not None:
+            self._next_rekey = now + self.period
+        jobs = list(pending)
+        if not jobs:
+            self._keys, self._jobs, self._key_of = [], [], {}
+            return
+        values = np.asarray(self._key_fn(jobs, now), dtype=float)
+        submits = np.fromiter(map(_SUBMIT, jobs), dtype=float, count=len(jobs))
+        ids_arr = np.array(list(map(_ID, jobs)))
+        # The same (key, submit, id) order that bisect uses between rebuilds.
+        idx = np.lexsort((ids_arr, submits, values)).tolist()
+        jobs = [jobs[i] for i in idx]
+        ids = ids_arr[idx].tolist()
+        self._keys = list(zip(values[idx].tolist(), submits[idx].tolist(), ids, strict=False))
+        self._jobs = jobs
+        self._key_of = dict(zip(ids, self._keys, strict=False))

@@ -1,0 +1,111 @@
+"""Interference-aware consolidation.
+
+Packing jobs onto shared nodes saves whole nodes for big jobs but makes
+co-located jobs contend for PCIe, host memory bandwidth and NICs; how much a
+model suffers from that is its *interference sensitivity* in the performance
+zoo (``slurmrl.perf``). This placement consolidates like best fit, except that
+a sensitive job avoids nodes whose running jobs are sensitive too: nodes are
+ranked first by the expected conflict (product of the two sensitivities,
+binned so that near-equal conflicts fall back to best fit), then by free GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.placement.common import build, eligible, fewest_nodes, may_fit_one_node
+from slurmrl.policy.view import ClusterView, JobView
+
+# Sensitivity assumed for a model the zoo does not know: none, so that jobs
+# without a known model are placed exactly as best fit would (our choice).
+UNKNOWN_SENSITIVITY = 0.0
+# Conflicts within one bin count as equal and fall back to best fit (our choice):
+# with 0.1-wide bins only clearly worse neighbours push a job elsewhere.
+CONFLICT_BIN = 0.1
+
+
+def zoo_sensitivity(model: str) -> float:
+    """Sensitivity of ``model`` from the performance zoo, or UNKNOWN_SENSITIVITY.
+
+    Names the zoo only maps by a hash fallback (it does that for unknown
+    names, keyed on the job id) count as unknown: a policy must not act on an
+    invented model.
+    """
+    if not model:
+        return UNKNOWN_SENSITIVITY
+    try:
+        from slurmrl.perf import MODELS, canonical_model
+    except ImportError:
+        return UNKNOWN_SENSITIVITY
+    profile = MODELS.get(model)
+    if profile is None:
+        name = canonical_model(model, "probe-a")
+        if name != canonical_model(model, "probe-b"):
+            return UNKNOWN_SENSITIVITY
+        profile = MODELS.get(name)
+    return float(profile.interference_sensitivity) if profile is not None else UNKNOWN_SENSITIVITY
+
+
+class InterferenceAware:
+    name = "interference-aware"
+
+    def __init__(self, sensitivity: Callable[[str], float] | None = None) -> None:
+        self._lookup = sensitivity or zoo_sensitivity
+        self._cache: dict[str, float] = {}
+        self._view: ClusterView | None = None
+        self._node_sens: np.ndarray = np.zeros(0)
+
+    def sensitivity(self, model: str) -> float:
+        s = self._cache.get(model)
+        if s is None:
+            s = self._cache[model] = min(1.0, max(0.0, float(self._lookup(model))))
+        return s
+
+    def _neighbours(self, pool: GpuPool, view: ClusterView | None) -> np.ndarray:
+        """Highest sensitivity among the running jobs on each node (built once per view)."""
+        if view is None:
+            return np.zeros(len(pool.cluster.nodes))
+        if view is not self._view or self._node_sens.size != len(pool.cluster.nodes):
+            sens = np.zeros(len(pool.cluster.nodes))
+            for job in view.running:
+                if job.placement is None:
+                    continue
+                s = self.sensitivity(job.model)
+                for node in job.placement.nodes:
+                    if s > sens[node]:
+                        sens[node] = s
+            self._view, self._node_sens = view, sens
+        return self._node_sens
+
+    def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        if job.gpus <= 0 or job.gpus > pool.total_free:
+            return None
+        mask = eligible(job, pool)
+        neigh = self._neighbours(pool, view)
+        mine = self.sensitivity(job.model)
+        conflict = np.floor(mine * neigh / CONFLICT_BIN).astype(np.int64)
+        width = pool.free.shape[1] + 1
+        shares: list[tuple[int, int]] | None = None
+        if may_fit_one_node(job, pool.cluster):
+            fits = mask & (pool.free_count >= job.gpus)
+            if fits.any():
+                key = np.where(fits, conflict * width + pool.free_count, np.iinfo(np.int64).max)
+                shares = [(int(np.argmin(key)), job.gpus)]
+            elif job.num_nodes == 1:
+                return None
+        if shares is None:
+            nodes = np.flatnonzero(mask)
+            calm = nodes[conflict[nodes] == conflict[nodes].min()] if nodes.size else nodes
+            shares = fewest_nodes(pool, calm, job.gpus) or fewest_nodes(pool, nodes, job.gpus)
+            if shares is None:
+                return None
+        placement = build(pool, shares, job)
+        if placement is not None and view is not None and view is self._view:
+            # Later jobs of the same pass see this one as a neighbour.
+            for node in placement.nodes:
+                self._node_sens[node] = max(self._node_sens[node], mine)
+        return placement

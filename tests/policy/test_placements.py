@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurmrl.cluster.model import Cluster, LinkTier, Node, Placement, Rack, islands_for
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy import make_placement
+from slurmrl.policy.placement.interference import InterferenceAware
+from slurmrl.policy.view import ClusterView, JobView
+
+
+def make_cluster(racks: int, per_rack: int, gpus: int = 8, intra: str = "nvlink:4") -> Cluster:
+    nodes, rack_list = [], []
+    for r in range(racks):
+        ids = tuple(range(r * per_rack, (r + 1) * per_rack))
+        nodes += [Node(f"n{i}", i, r, gpus, "v100", islands_for(intra, gpus)) for i in ids]
+        rack_list.append(Rack(f"r{r}", r, ids))
+    return Cluster("t", tuple(rack_list), tuple(nodes))
+
+
+def busy(pool: GpuPool, taken: dict[int, list[int]]) -> None:
+    for node, gpus in taken.items():
+        pool.allocate(Placement.of([(node, gpus)]))
+
+
+def check_valid(placement: Placement, pool: GpuPool, gpus: int) -> None:
+    assert placement.num_gpus == gpus
+    assert pool.is_free(placement)
+    assert len(set(placement.nodes)) == len(placement.nodes)
+
+
+def test_consolidate_prefers_fullest_node_that_fits() -> None:
+    cluster = make_cluster(1, 4)
+    pool = GpuPool(cluster)
+    busy(pool, {0: [0, 1], 1: [0, 1, 2, 3, 4, 5], 2: [0, 1, 2, 3, 4]})  # free: 6, 2, 3, 8
+    got = make_placement("consolidate").place(JobView("j", 3, 0.0), pool, None)
+    assert got is not None and got.nodes == (2,)  # 3 free: exact fit
+    got = make_placement("consolidate").place(JobView("j", 2, 0.0), pool, None)
+    assert got is not None and got.nodes == (1,)
+    # First fit would take node 0 and break up a 6-GPU block.
+    assert make_placement("first-fit").place(JobView("j", 2, 0.0), pool, None).nodes == (0,)  # type: ignore[union-attr]
+
+
+def test_consolidate_uses_fewest_nodes_for_large_jobs() -> None:
+    cluster = make_cluster(1, 4)
+    pool = GpuPool(cluster)
+    busy(pool, {0: [0, 1, 2, 3, 4, 5], 1: [0, 1, 2, 3, 4, 5], 2: [0]})  # free: 2, 2, 7, 8
+    got = make_placement("consolidate").place(JobView("j", 12, 0.0), pool, None)
+    assert got is not None
+    check_valid(got, pool, 12)
+    assert sorted(got.nodes) == [2, 3]
+    ff = make_placement("first-fit").place(JobView("j", 12, 0.0), pool, None)
+    assert ff is not None and len(ff.nodes) > len(got.nodes)
+
+
+def test_topology_prefers_one_nvlink_island() -> None:
+    cluster = make_cluster(1, 2)  # two quads per node
+    pool = GpuPool(cluster)
+    busy(pool, {0: [0, 4], 1: [0, 1]})  # node 0: 3 + 3 free across quads; node 1: quad 0 has 2, quad 1 has 4
+    got = make_placement("topology").place(JobView("j", 4, 0.0), pool, None)
+    assert got is not None and got.nodes == (1,) and got.allocs[0].gpus == (4, 5, 6, 7)
+    assert cluster.worst_link(got) == LinkTier.NVLINK
+    ff = make_placement("first-fit").place(JobView("j", 4, 0.0), pool, None)
+    assert ff is not None and cluster.worst_link(ff) == LinkTier.PCIE
+
+
+def test_topology_keeps_multi_node_jobs_in_one_rack() -> None:
+    cluster = make_cluster(2, 3)
+    pool = GpuPool(cluster)
+    busy(pool, {0: [0, 1, 2, 3], 1: list(range(8)), 2: list(range(8)), 3: [0, 1], 4: [0, 1]})
+    # free: rack 0 -> node 0: 4; rack 1 -> nodes 3, 4: 6 each, node 5: 8
+    got = make_placement("topology").place(JobView("j", 12, 0.0), pool, None)
+    assert got is not None
+    check_valid(got, pool, 12)
+    assert cluster.worst_link(got) == LinkTier.SWITCH
+    assert {cluster.nodes[n].rack for n in got.nodes} == {1}
+
+
+def test_gpu_type_and_node_count_constraints() -> None:
+    nodes = (
+        Node("a", 0, 0, 4, "k80", islands_for("pcie", 4)),
+        Node("b", 1, 0, 4, "p40", islands_for("pcie", 4)),
+    )
+    cluster = Cluster("t", (Rack("r", 0, (0, 1)),), nodes)
+    pool = GpuPool(cluster)
+    for name in ("consolidate", "topology", "interference-aware"):
+        place = make_placement(name)
+        got = place.place(JobView("j", 2, 0.0, gpu_type="p40"), pool, None)
+        assert got is not None and got.nodes == (1,), name
+        assert place.place(JobView("j", 6, 0.0, num_nodes=1), pool, None) is None, name
+        assert place.place(JobView("j", 2, 0.0, gpu_type="a100"), pool, None) is None, name
+
+
+@st.composite
+def fragmented(draw: st.DrawFn) -> tuple[Cluster, GpuPool, int]:
+    racks = draw(st.integers(1, 3))
+    per_rack = draw(st.integers(1, 4))
+    cluster = make_cluster(racks, per_rack)
+    pool = GpuPool(cluster)
+    bits = draw(st.lists(st.booleans(), min_size=len(cluster.nodes) * 8, max_size=len(cluster.nodes) * 8))
+    for n in range(len(cluster.nodes)):
+        taken = [g for g in range(8) if bits[n * 8 + g]]
+        if taken:
+            pool.allocate(Placement.of([(n, taken)]))
+    gpus = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]))
+    return cluster, pool, gpus
+
+
+@settings(max_examples=150, deadline=None)
+@given(fragmented())
+def test_topology_locality_never_worse_than_first_fit(case: tuple[Cluster, GpuPool, int]) -> None:
+    cluster, pool, gpus = case
+    job = JobView("j", gpus, 0.0)
+    ff = make_placement("first-fit").place(job, pool, None)
+    topo = make_placement("topology").place(job, pool, None)
+    cons = make_placement("consolidate").place(job, pool, None)
+    assert (ff is None) == (topo is None) == (cons is None)
+    if topo is None or ff is None or cons is None:
+        assert gpus > pool.total_free
+        return
+    for got in (topo, cons):
+        check_valid(got, pool, gpus)
+    assert cluster.worst_link(topo) <= cluster.worst_link(ff)
+    assert len(cons.nodes) <= len(ff.nodes)
+    # consolidate uses the minimum possible node count
+    assert len(cons.nodes) == int(np.searchsorted(np.cumsum(np.sort(pool.free_count)[::-1]), gpus)) + 1
+
+
+def test_interference_aware_separates_sensitive_jobs() -> None:
+    cluster = make_cluster(1, 3, intra="nvswitch")
+    pool = GpuPool(cluster)
+    runs = []
+    for node, model in ((0, "hot"), (1, "cold")):
+        p = Placement.of([(node, [0, 1, 2, 3])])
+        pool.allocate(p)
+        runs.append(JobView(f"r{node}", 4, 0.0, model=model, start_time=0.0, placement=p))
+    view = ClusterView(10.0, cluster, pool.readonly(), (), tuple(runs), ())
+    place = InterferenceAware(sensitivity={"hot": 0.9, "cold": 0.0}.get)
+    got = place.place(JobView("j", 2, 0.0, model="hot"), pool, view)
+    assert got is not None and got.nodes == (1,)  # best fit, next to the insensitive job
+    got = place.place(JobView("k", 2, 0.0, model="cold"), pool, view)
+    assert got is not None and got.nodes == (0,)  # an insensitive job may sit next to anything
