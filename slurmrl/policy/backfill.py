@@ -34,6 +34,10 @@ from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 # Slurm's bf_max_job_test default: at most this many queued jobs are tried
 # for backfill per pass (slurm.conf(5), SchedulerParameters).
 BF_MAX_JOB_TEST = 500
+# Slurm's bf_interval default: the backfill pass runs every 30 s, while the
+# main scheduler (strict priority order) runs at every job submit and end
+# (slurm.conf(5), SchedulerParameters; sched/backfill documentation).
+BF_INTERVAL = 30.0
 # Limit assumed for a job that has none: the longest limit the time-limit
 # model hands out (slurmrl.sim.time_limits.MAX_LIMIT), a typical MaxTime.
 DEFAULT_TIME_LIMIT = 7 * 86400.0
@@ -58,21 +62,35 @@ class EasyBackfill(OrderedScheduler):
         placement: PlacementPolicy,
         *,
         max_job_test: int = BF_MAX_JOB_TEST,
+        bf_interval: float = BF_INTERVAL,
     ) -> None:
         super().__init__(name, ordering, placement)
         self.max_job_test = max_job_test
+        self.bf_interval = bf_interval
+        self._next_backfill = -math.inf
         self._ends: list[tuple[float, str]] = []  # (limit-based end, job id), sorted
         self._running: dict[str, tuple[float, Placement]] = {}
         self._pass: list[tuple[JobView, Placement]] = []  # started in the current pass
-        self.last_shadow: float = math.inf  # the head job's reservation time in the last pass
+        self.last_shadow: float = math.nan  # the head job's reservation in the last pass (NaN: none)
+        # Between two passes where nothing started or ended (under load, most
+        # passes follow a mere arrival), the head's reservation and every
+        # backfill verdict are unchanged: time only moves the shadow closer.
+        # So the reservation is reused and jobs refused last time are skipped.
+        self._version = 0  # bumped whenever the set of running jobs changes
+        self._reuse_key: tuple[object, ...] | None = None
+        self._reserved: tuple[float, np.ndarray | None] = (math.inf, None)
+        self._refused: set[str] = set()
 
     # -- running-job bookkeeping -------------------------------------------------
 
     def _track(self, job_id: str, end: float, placement: Placement) -> None:
         self._running[job_id] = (end, placement)
         bisect.insort(self._ends, (end, job_id))
+        self._version += 1
 
     def _sync(self, view: ClusterView) -> None:
+        if view.finished:
+            self._version += 1
         for done in view.finished:
             hit = self._running.pop(done.job.job_id, None)
             if hit is not None:
@@ -80,6 +98,7 @@ class EasyBackfill(OrderedScheduler):
                 if i < len(self._ends) and self._ends[i][1] == done.job.job_id:
                     del self._ends[i]
         if len(self._running) != len(view.running):
+            self._version += 1
             self._running.clear()
             self._ends.clear()
             for job in view.running:
@@ -94,7 +113,7 @@ class EasyBackfill(OrderedScheduler):
     def decide(self, view: ClusterView) -> Decisions:
         self._sync(view)
         self._pass = []
-        self.last_shadow = math.inf
+        self.last_shadow = math.nan
         ranked = self.ordering.order(view)
         starts: list[Start] = []
         if view.pool.total_free > 0:
@@ -131,13 +150,28 @@ class EasyBackfill(OrderedScheduler):
         now = view.now
         mine = sorted((now + limit_of(j), j.job_id) for j, _ in self._pass)
         placements = {j.job_id: p for j, p in self._pass}
+
+        def placement_of(job_id: str) -> Placement:
+            found = placements.get(job_id)
+            return found if found is not None else self._running[job_id][1]
+
+        # Nothing can fit before enough GPUs are free in total: release every
+        # job ending before that point in one batch, then go group by group.
+        groups = groupby(heapq.merge(self._ends, mine), key=itemgetter(0))
+        batch: list[Placement] = []
+        freed = scratch.total_free
         tries = 0
-        for end, group in groupby(heapq.merge(self._ends, mine), key=itemgetter(0)):
-            for _, job_id in group:  # release everything ending at the same instant first
-                placement = placements.get(job_id)
-                scratch.release(placement if placement is not None else self._running[job_id][1])
-            if scratch.total_free < head.gpus:
-                continue
+        for end, group in groups:
+            ending = [placement_of(job_id) for _, job_id in group]
+            if freed < head.gpus:
+                batch.extend(ending)
+                freed += sum(p.num_gpus for p in ending)
+                if freed < head.gpus:
+                    continue
+                scratch.release_many(batch)
+            else:
+                for placement in ending:
+                    scratch.release(placement)
             found = self.placement.place(head, scratch, view)
             if found is not None:
                 reserved = np.zeros_like(pool.free)
@@ -152,25 +186,42 @@ class EasyBackfill(OrderedScheduler):
     def after_blocked(
         self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
     ) -> list[Start]:
-        shadow, reserved = self.reservation(view, pool, head)
-        self.last_shadow = shadow
-        outside = pool.copy()  # free GPUs minus the head's reservation
-        if reserved is not None and reserved.any():
-            outside.allocate(_as_placement(reserved))
-        starts: list[Start] = []
         now = view.now
+        if now < self._next_backfill:
+            return []
+        self._next_backfill = now + self.bf_interval
+        key = (head.job_id, self._version, len(view.running), view.pool.total_free, len(self._pass))
+        reuse = key == self._reuse_key
+        refused = self._refused if reuse else set()
+        self._refused, self._reuse_key = refused, key
+        outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
+        shadow = math.inf
+        starts: list[Start] = []
         for job in islice(rest, self.max_job_test):
             if pool.total_free == 0:
                 break
-            if job.gpus > pool.total_free:
+            if job.job_id in refused:
                 continue
+            if job.gpus > pool.total_free:
+                refused.add(job.job_id)
+                continue
+            if outside is None:
+                # The reservation is only worth computing once some job could use it.
+                if not reuse:
+                    self._reserved = self.reservation(view, pool, head)
+                    reuse = True
+                shadow, reserved = self._reserved
+                outside = pool.copy()
+                if reserved is not None and reserved.any():
+                    outside.allocate(_as_placement(reserved & outside.free))
             if now + limit_of(job) <= shadow:
                 placement = self.placement.place(job, pool, view)
             elif job.gpus <= outside.total_free:
                 placement = self.placement.place(job, outside, view)
             else:
-                continue
+                placement = None
             if placement is None:
+                refused.add(job.job_id)
                 continue
             pool.allocate(placement)
             taken = _free_part(placement, outside)
@@ -178,6 +229,8 @@ class EasyBackfill(OrderedScheduler):
                 outside.allocate(taken)
             starts.append(Start(job.job_id, placement))
             self._pass.append((job, placement))
+        # NaN when no job could use the reservation, so it was never computed.
+        self.last_shadow = shadow if outside is not None else math.nan
         return starts
 
 

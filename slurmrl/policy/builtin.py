@@ -47,3 +47,8 @@ register_policy(
     "qssf", "slurmrl.policy.ordering.qssf:make_qssf",
     "estimated GPU-time first, estimates learned from users' finished jobs (Helios SC'21)",
 )
+register_policy(
+    "topdrl", "slurmrl.rl.topdrl:make_topdrl",
+    "TopDRL-style RL agent (CNN over the GPU grid) picks jobs; trained on Philly weeks 1-2",
+    default_placement="topology",
+)

@@ -39,6 +39,10 @@ from slurmrl.traces.schema import Trace, TraceJob
 DEFAULT_RESTART_OVERHEAD_S = 30.0
 
 
+# Event kinds: (kind, job id, version or epoch) travel through the queue.
+_DONE, _LIMIT, _ARRIVE, _WAKE = range(4)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     seed: int = 0  # drives model assignment where the trace names none
@@ -104,7 +108,7 @@ class Simulator:
         self.config = config
         self.perf = perf or PerformanceModel(cluster)
         self.pool = GpuPool(cluster)
-        self.events: EventQueue[tuple[str, object]] = EventQueue(
+        self.events: EventQueue[tuple[int, str | None, int]] = EventQueue(
             trace.jobs[0].submit_time if trace.jobs else 0.0
         )
         self.runs: dict[str, _Run] = {}
@@ -139,7 +143,7 @@ class Simulator:
                 gpu_type=job.gpu_type,
             )
             self.runs[job.job_id] = _Run(job, view, model)
-            self.events.schedule(job.submit_time, ARRIVAL, ("arrive", job.job_id))
+            self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
 
     # -- the backend surface: views out, decisions in ---------------------
 
@@ -194,8 +198,9 @@ class Simulator:
         if decisions.wake_at is not None and decisions.wake_at > now:
             if self._wake_pending is None or decisions.wake_at < self._wake_pending:
                 self._wake_pending = decisions.wake_at
-                self.events.schedule(decisions.wake_at, WAKE, ("wake", None))
-        self._sample(now)
+                self.events.schedule(decisions.wake_at, WAKE, (_WAKE, None, 0))
+        if decisions.starts or decisions.preempt:
+            self._sample(now)
         if again:
             self._pass_due = True
 
@@ -227,28 +232,31 @@ class Simulator:
     # -- event handling ----------------------------------------------------
 
     def _advance(self) -> None:
+        """Process every event at the next event time.
+
+        Completion events made stale by a speed change are dropped here
+        without touching any state; they are most of the heap's traffic.
+        """
         t = self.events.peek()
-        for _, (kind, payload) in self.events.pop_due(t):
-            if kind == "done":
-                job_id, version = payload  # type: ignore[misc]
-                run = self.runs[job_id]
-                if run.version == version and job_id in self.running:
-                    self._stop(job_id, t, preempted=False)
-            elif kind == "limit":
-                job_id, epoch = payload  # type: ignore[misc]
-                run = self.runs[job_id]
-                if run.epoch == epoch and job_id in self.running:
-                    run.killed = True
-                    self._stop(job_id, t, preempted=False)
-            elif kind == "arrive":
-                job_id = payload  # type: ignore[assignment]
-                self.pending[job_id] = self.runs[job_id].view
-                self._pass_due = True
-            elif kind == "wake":
+        changed = False
+        for _, (kind, job_id, tag) in self.events.pop_due(t):
+            run = self.runs[job_id] if job_id is not None else None
+            if kind == _DONE or kind == _LIMIT:
+                live = run.version == tag if kind == _DONE else run.epoch == tag  # type: ignore[union-attr]
+                if live and run.placement is not None:  # type: ignore[union-attr]
+                    if kind == _LIMIT:
+                        run.killed = True  # type: ignore[union-attr]
+                    self._stop(job_id, t, preempted=False)  # type: ignore[arg-type]
+                    changed = True
+            elif kind == _ARRIVE:
+                self.pending[job_id] = run.view  # type: ignore[index,union-attr]
+                self._pass_due = changed = True
+            else:  # wake-up asked for by the policy
                 if self._wake_pending is not None and self._wake_pending <= t:
                     self._wake_pending = None
                 self._pass_due = True
-        self._sample(t)
+        if changed:
+            self._sample(t)
 
     def _drain(self) -> None:
         """Process what is left after the last decision (completions of running jobs)."""
@@ -300,7 +308,7 @@ class Simulator:
         limit = run.job.time_limit
         if self.config.enforce_time_limits and limit is not None:
             # The limit counts wall time since this start, as Slurm's does.
-            self.events.schedule(now + limit, COMPLETION, ("limit", (job_id, run.epoch)))
+            self.events.schedule(now + limit, COMPLETION, (_LIMIT, job_id, run.epoch))
 
     def _stop(self, job_id: str, now: float, *, preempted: bool) -> None:
         run = self.runs[job_id]
@@ -383,13 +391,13 @@ class Simulator:
         speed = self.perf.speed_from_loads(run.load, self._node_load, self._rack_load, self._core_load)
         if speed <= 0.0 or speed > 1.0 + 1e-9:
             raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
-        if speed == run.speed and not force:
-            return  # the scheduled completion is still right
+        if not force and abs(speed - run.speed) <= 1e-12:
+            return  # the scheduled completion is still right (loads are float sums)
         run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
         run.last = now
         run.speed = speed
         run.version += 1
-        self.events.schedule(now + run.remaining / speed, COMPLETION, ("done", (job_id, run.version)))
+        self.events.schedule(now + run.remaining / speed, COMPLETION, (_DONE, job_id, run.version))
 
     def _record(self, run: _Run) -> JobRecord:
         p = run.first_placement

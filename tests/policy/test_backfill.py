@@ -126,7 +126,8 @@ def test_backfill_never_delays_the_head_job(view: ClusterView) -> None:
         return  # everything started, or the pool filled up before any job blocked
     head = view.pending[prefix]
     shadow = earliest_start(view, head, started[:prefix])
-    assert decisions.info["shadow_time"] == shadow
+    if len(started) > prefix:  # something was backfilled, so a reservation was made
+        assert decisions.info["shadow_time"] == shadow
     # At the shadow time, with every backfilled job still running unless its
     # limit has passed, the head job must still fit.
     pool = view.pool.copy()
