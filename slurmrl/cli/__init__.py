@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "slurm": ("slurmrl.cli.slurm:slurm", "Read the live Slurm queue, nodes and GPU topology."),
     "cluster": ("slurmrl.cli.slurm:cluster", "Build or convert cluster specs."),
     "report": ("slurmrl.cli.report:report", "Render results as a static HTML site."),
+    "train": ("slurmrl.cli.rl:train", "Train an RL scheduling policy with PPO on trace scenarios."),
+    "evaluate": ("slurmrl.cli.rl:evaluate", "Replay a workload under a policy name or a trained checkpoint folder."),
+    "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
+    "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
 }
 
 

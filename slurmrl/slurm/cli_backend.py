@@ -108,6 +108,19 @@ class CliBackend:
     def set_priority(self, job_id: str, value: int) -> None:
         self._update(job_id, f"Priority={check_priority(value)}")
 
+    def reset_priority(self, job_id: str) -> None:
+        """Hand an explicitly set priority back to the priority plugin.
+
+        Slurm documents hold-then-release as the way to do this; the release
+        is retried once so that a passing failure does not leave the job held.
+        """
+        jid = check_job_id(job_id)
+        self._call("scontrol", "hold", jid)
+        try:
+            self._call("scontrol", "release", jid)
+        except SlurmError:
+            self._call("scontrol", "release", jid)
+
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._update(job_id, f"ReqNodeList={check_nodelist(nodelist)}")
 

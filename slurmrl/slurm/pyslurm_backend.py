@@ -156,6 +156,9 @@ class PyslurmBackend:
     def set_priority(self, job_id: str, value: int) -> None:
         self._writer.set_priority(job_id, value)
 
+    def reset_priority(self, job_id: str) -> None:
+        self._writer.reset_priority(job_id)
+
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._writer.set_required_nodes(job_id, nodelist)
 

@@ -1,0 +1,1 @@
+"""The policy daemon that runs beside slurmctld (``slurmrl daemon``)."""

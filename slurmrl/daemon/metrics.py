@@ -1,0 +1,49 @@
+"""Prometheus metrics for the daemon, on their own registry.
+
+A private :class:`CollectorRegistry` keeps several daemons in one process
+(the tests) from colliding, and keeps the endpoint free of unrelated
+process metrics unless asked for.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+# Cycle and policy latency buckets, seconds: a cycle should stay well under the
+# default 30 s interval; policies are expected in milliseconds (our choice).
+CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60)
+POLICY_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5)
+
+
+class DaemonMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.cycle_seconds = Histogram(
+            "slurmrl_cycle_seconds", "Wall time of one daemon cycle", buckets=CYCLE_BUCKETS, registry=r
+        )
+        self.policy_seconds = Histogram(
+            "slurmrl_policy_seconds", "Time the policy took to decide", buckets=POLICY_BUCKETS, registry=r
+        )
+        self.jobs = Gauge("slurmrl_jobs", "Jobs in the last snapshot by state", ["state"], registry=r)
+        self.in_scope = Gauge("slurmrl_jobs_in_scope", "Pending jobs the daemon may change", registry=r)
+        self.changes = Counter(
+            "slurmrl_changes", "Updates sent to Slurm by field", ["kind", "dry_run"], registry=r
+        )
+        self.deferred = Gauge(
+            "slurmrl_changes_deferred", "Changes over max_changes_per_cycle in the last cycle", registry=r
+        )
+        self.errors = Counter("slurmrl_errors", "Errors by kind", ["kind"], registry=r)
+        self.last_success = Gauge(
+            "slurmrl_last_success_timestamp_seconds", "Unix time of the last successful cycle", registry=r
+        )
+        self.reverts = Counter("slurmrl_reverts", "Values given back to Slurm by field", ["kind"], registry=r)
+        self.tracked = Gauge("slurmrl_jobs_tracked", "Jobs with daemon-set values in the record", registry=r)
+
+    def observe_jobs(self, by_state: dict[str, int]) -> None:
+        self.jobs.clear()
+        for state, count in by_state.items():
+            self.jobs.labels(state=state).set(count)
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=addr, registry=self.registry)

@@ -1,0 +1,359 @@
+"""From a policy's decisions to the few Slurm updates that enact them.
+
+Pure functions of (snapshot, decisions, record, config, now): nothing here
+talks to Slurm, so a cycle can be planned, tested and benchmarked without a
+controller, and a dry run is the same plan left unsent.
+
+Safety rules enforced here rather than trusted to policies:
+
+* ordering moves only the additive ``SiteFactor`` within
+  ``0..max_site_factor`` (multifactor stays in charge of the rest), or, in
+  ``priority`` mode, explicit priorities within
+  ``priority_base..priority_base+max_site_factor``;
+* a job waiting longer than ``starvation_wait`` is never demoted below the
+  value it already has;
+* a ``ReqNodeList`` is set only for a job the policy starts now, with exactly
+  the job's node count, never over a node list the user asked for, and is
+  cleared when the decision changes or after ``placement_hold`` seconds;
+* at most ``max_changes_per_cycle`` updates, the most urgent first (restores,
+  then placements, then ordering by rank); the rest wait for the next cycle.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.record import Record, Touched
+from slurmrl.policy.view import Decisions
+from slurmrl.slurm.backend import MAX_COMMENT
+from slurmrl.slurm.conf import compress_hostlist
+from slurmrl.slurm.snapshot import SlurmJob, Snapshot
+
+NOTE_PREFIX = "slurmrl:"
+# Ordering values within this share of max_site_factor of what a job already
+# has are left alone: a queue that shifts by one job would otherwise re-rank,
+# and re-send, every job behind it on every cycle (our choice).
+TOLERANCE_SHARE = 0.01
+NOTE_SEPARATOR = " | "
+FIELDS = ("site_factor", "priority", "nodes", "admin_comment")
+
+Value = int | str | tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One ``scontrol update`` of one field of one job.
+
+    ``restore`` marks a change that gives back the value from before the
+    daemon (``new`` is then that value; for ``priority`` None means "let
+    multifactor compute it again"). ``orig`` is the value to remember as the
+    original when this is the daemon's first change of the field.
+    """
+
+    job_id: str
+    field: str
+    old: Value
+    new: Value
+    reason: str
+    restore: bool = False
+    orig: Value = None
+    block_until: float = 0.0  # placement expiry: do not place this job again before
+
+
+@dataclass(frozen=True)
+class CyclePlan:
+    changes: tuple[Change, ...]
+    deferred: int  # at least this many changes over max_changes_per_cycle, left for later cycles
+    forget: tuple[str, ...]  # recorded jobs that left the queue: nothing left to revert
+    in_scope: int
+    ranked: int
+    starts: int
+    notes: tuple[str, ...] = ()
+    jobs_by_state: dict[str, int] = field(default_factory=dict)
+
+
+def site_factor_for(rank: int, count: int, top: int) -> int:
+    """Rank 0 gets ``top``, the last rank 0, evenly spaced and rounded to integers."""
+    if count <= 1:
+        return top
+    span = count - 1
+    return (2 * top * (span - rank) + span) // (2 * span)
+
+
+def strip_note(text: str) -> str:
+    """An admin comment without the daemon's note, i.e. what an admin wrote."""
+    text = text or ""
+    if text.startswith(NOTE_PREFIX):
+        return ""
+    head, sep, _ = text.partition(NOTE_SEPARATOR + NOTE_PREFIX)
+    return head if sep else text
+
+
+def compose_comment(orig: str, note: str) -> str:
+    return f"{orig}{NOTE_SEPARATOR}{note}" if orig else note
+
+
+def make_note(
+    policy: str, site_factor: int | None, priority: int | None, nodes: tuple[str, ...] | None
+) -> str:
+    parts = [NOTE_PREFIX]
+    if site_factor is not None:
+        parts.append(f"sf={site_factor}")
+    if priority is not None:
+        parts.append(f"prio={priority}")
+    if nodes:
+        try:
+            parts.append(f"nodes={compress_hostlist(nodes)}")
+        except ValueError:
+            parts.append(f"nodes={','.join(nodes)}")
+    parts.append(f"policy={policy}")
+    return " ".join(parts)
+
+
+def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[Change]:
+    """Changes that give back every value the daemon set on one job."""
+    out: list[Change] = []
+    jid = entry.job_id
+    if entry.site_factor is not None:
+        out.append(
+            Change(jid, "site_factor", entry.site_factor, entry.orig_site_factor, reason, restore=True)
+        )
+    if entry.priority is not None:
+        out.append(Change(jid, "priority", entry.priority, None, reason, restore=True))
+    if entry.nodes is not None:
+        out.append(Change(jid, "nodes", entry.nodes, entry.orig_nodes, reason, restore=True))
+    if entry.admin_comment is not None:
+        live = job.admin_comment if job is not None else entry.admin_comment
+        # Someone else edited the comment since: keep their text, drop only our note.
+        back = entry.orig_admin_comment if live == entry.admin_comment else strip_note(live)
+        if back != live or job is None:
+            out.append(Change(jid, "admin_comment", live, back, reason, restore=True))
+    return out
+
+
+def _clean_starts(
+    decisions: Decisions,
+    snapshot: Snapshot,
+    scoped: dict[str, SlurmJob],
+    record: Record,
+    config: DaemonConfig,
+    now: float,
+    notes: list[str],
+) -> dict[str, tuple[str, ...]]:
+    cluster = snapshot.cluster
+    desired: dict[str, tuple[str, ...]] = {}
+    for start in decisions.starts:
+        job = scoped.get(start.job_id)
+        if job is None or not job.eligible:
+            continue
+        entry = record.get(start.job_id)
+        if entry is not None and entry.placement_blocked_until > now:
+            continue
+        if job.required_nodes and (entry is None or entry.nodes is None):
+            continue  # the user chose the nodes; never override them
+        names = tuple(sorted(cluster.nodes[a.node].name for a in start.placement.allocs))
+        if not names:
+            continue
+        want = job.num_nodes or 1
+        if len(names) != want:
+            notes.append(
+                f"job {job.job_id}: placement on {len(names)} node(s) but the job asks for {want}; not pinned"
+            )
+            continue
+        desired[start.job_id] = names
+    return desired
+
+
+def plan_cycle(
+    snapshot: Snapshot,
+    decisions: Decisions,
+    scoped: dict[str, SlurmJob],
+    record: Record,
+    config: DaemonConfig,
+    now: float,
+) -> CyclePlan:
+    jobs = {j.job_id: j for j in snapshot.jobs}
+    notes: list[str] = []
+    forget: list[str] = []
+    # (urgency key, job id) -> changes; comments are appended per job afterwards.
+    groups: dict[str, tuple[tuple[int, int], list[Change]]] = {}
+
+    def add(key: tuple[int, int], change: Change) -> None:
+        old_key, changes = groups.get(change.job_id, (key, []))
+        changes.append(change)
+        groups[change.job_id] = (min(old_key, key), changes)
+
+    # 1. Recorded jobs that left the queue or the scope.
+    for jid, entry in record.jobs.items():
+        job = jobs.get(jid)
+        if job is None or not job.is_pending:
+            forget.append(jid)  # started, ended or purged: its queue settings no longer matter
+        elif jid not in scoped:
+            for ch in restore_changes(entry, job, "left the daemon's scope (opt-out or scope change)"):
+                add((0, 0), ch)
+
+    # 2. Placement: pin jobs the policy starts now, unpin stale decisions.
+    desired = _clean_starts(decisions, snapshot, scoped, record, config, now, notes)
+    for jid, entry in record.jobs.items():
+        if entry.nodes is None or jid not in scoped:
+            continue
+        want = desired.get(jid)
+        if want is None:
+            add(
+                (0, 1),
+                Change(
+                    jid,
+                    "nodes",
+                    entry.nodes,
+                    entry.orig_nodes,
+                    "policy no longer starts it now",
+                    restore=True,
+                ),
+            )
+        elif entry.nodes_since is not None and now - entry.nodes_since > config.placement_hold:
+            add(
+                (0, 1),
+                Change(
+                    jid,
+                    "nodes",
+                    entry.nodes,
+                    entry.orig_nodes,
+                    f"did not start within placement_hold={config.placement_hold:g}s",
+                    restore=True,
+                    block_until=now + config.placement_hold,
+                ),
+            )
+            del desired[jid]
+        elif tuple(sorted(entry.nodes)) == want:
+            del desired[jid]
+    for jid, names in desired.items():
+        entry = record.get(jid)
+        job = scoped[jid]
+        old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
+        add((1, 0), Change(jid, "nodes", old, names, "policy starts it now", orig=job.required_nodes))
+
+    # 3. Ordering: rank -> bounded site factor (or explicit priority).
+    eligible = [jid for jid, j in scoped.items() if j.eligible]
+    eligible_set = set(eligible)
+    ranked: list[str] = []
+    seen: set[str] = set()
+    for jid in decisions.order:
+        if jid in eligible_set and jid not in seen:
+            ranked.append(jid)
+            seen.add(jid)
+    ranked.extend(jid for jid in eligible if jid not in seen)
+    count = len(ranked)
+    top = config.max_site_factor
+    tolerance = int(top * TOLERANCE_SHARE)
+    site_mode = config.mode == "site_factor"
+    oldest = now - config.starvation_wait  # submitted before this: starving
+    budget = config.max_changes_per_cycle
+    overflow = 0  # ordering changes past the budget: counted, not built
+
+    for rank, jid in enumerate(ranked):
+        job = scoped[jid]
+        entry = record.jobs.get(jid)
+        target = site_factor_for(rank, count, top)
+        starving = job.submit_time < oldest
+        if site_mode:
+            current = entry.site_factor if entry is not None else None
+            have = current if current is not None else (job.site_factor or 0)
+            demote_blocked = starving and target < have
+            if demote_blocked:
+                target = have
+            if abs(target - have) > tolerance or (rank == 0 and target != have):
+                if len(groups) >= budget and jid not in groups:
+                    overflow += 1  # every group holds at least one change: this one cannot fit
+                    continue
+                why = f"rank {rank + 1}/{count}" + (
+                    "; waited over starvation_wait, not demoted" if demote_blocked else ""
+                )
+                add((2, rank), Change(jid, "site_factor", have, target, why, orig=job.site_factor or 0))
+        else:
+            value = config.priority_base + target
+            current_p = entry.priority if entry is not None else None
+            have_p = current_p if current_p is not None else job.priority
+            demote_blocked = starving and have_p is not None and value < have_p
+            if demote_blocked:
+                value = have_p  # type: ignore[assignment]
+            if have_p is None or abs(value - have_p) > tolerance or (rank == 0 and value != have_p):
+                if len(groups) >= budget and jid not in groups:
+                    overflow += 1
+                    continue
+                why = f"rank {rank + 1}/{count}" + (
+                    "; waited over starvation_wait, not demoted" if demote_blocked else ""
+                )
+                add((2, rank), Change(jid, "priority", have_p, value, why, orig=job.priority))
+
+    # 4. Audit notes in AdminComment, reflecting each job's state after its changes.
+    # Also for jobs without a field change this cycle whose note is missing or
+    # stale (a comment update deferred or refused earlier, or edited by someone).
+    rank_of = {jid: r for r, jid in enumerate(ranked)}
+    for jid, entry in record.jobs.items():
+        if jid in groups or jid not in scoped:
+            continue
+        stale = entry.note_stale or (entry.admin_comment is None and entry.changed_anything)
+        if stale or (entry.admin_comment is not None and scoped[jid].admin_comment != entry.admin_comment):
+            groups[jid] = ((2, rank_of.get(jid, count)), [])
+
+    # Notes are composed only for the jobs that fit in this cycle's budget: a
+    # 10,000-job queue reranked at once must not cost 10,000 notes per cycle.
+    flat: list[Change] = []
+    deferred = overflow
+    for jid, (_, changes) in sorted(groups.items(), key=lambda item: item[1][0]):
+        if len(flat) >= budget:
+            deferred += len(changes)
+            continue
+        job = jobs.get(jid)
+        if job is not None:
+            comment = _comment_change(job, record.get(jid), changes, config)
+            if comment is not None and len(comment.new or "") > MAX_COMMENT:  # type: ignore[arg-type]
+                notes.append(f"job {jid}: audit note would exceed {MAX_COMMENT} characters; left out")
+            elif comment is not None:
+                changes = [*changes, comment]
+        flat.extend(changes)
+    states = Counter(j.state for j in snapshot.jobs)
+    by_state = {(state.lower() or "unknown"): n for state, n in states.items()}
+    return CyclePlan(
+        changes=tuple(flat[:budget]),
+        deferred=deferred + max(0, len(flat) - budget),
+        forget=tuple(forget),
+        in_scope=len(scoped),
+        ranked=count,
+        starts=len(decisions.starts),
+        notes=tuple(notes),
+        jobs_by_state=by_state,
+    )
+
+
+def _after(entry: Touched | None, changes: Iterable[Change], name: str) -> Value:
+    value: Value = getattr(entry, name) if entry is not None else None
+    for ch in changes:
+        if ch.field == name:
+            value = None if ch.restore else ch.new
+    return value
+
+
+def _comment_change(
+    job: SlurmJob, entry: Touched | None, changes: list[Change], config: DaemonConfig
+) -> Change | None:
+    live = job.admin_comment or ""
+    if entry is not None and entry.admin_comment is not None and live == entry.admin_comment:
+        orig = entry.orig_admin_comment
+    else:
+        orig = strip_note(live)
+    sf = _after(entry, changes, "site_factor")
+    prio = _after(entry, changes, "priority")
+    nodes = _after(entry, changes, "nodes")
+    if sf is None and prio is None and nodes is None:
+        if entry is not None and entry.admin_comment is not None and live != orig:
+            return Change(job.job_id, "admin_comment", live, orig, "daemon settings removed", restore=True)
+        return None
+    note = make_note(config.policy_label, sf, prio, nodes)  # type: ignore[arg-type]
+    text = compose_comment(orig, note)
+    if text == live:
+        return None
+    return Change(job.job_id, "admin_comment", live, text, "audit note", orig=orig)

@@ -1,0 +1,140 @@
+"""What the daemon has changed in Slurm, kept on disk so it can always be undone.
+
+The record is the daemon's only memory: it diffs every plan against it (so
+an unchanged decision sends nothing), and it holds each job's values from
+before the first change, so a stop, a crash followed by ``slurmrl daemon
+revert``, or a restart can restore them. It is written atomically (temporary
+file, fsync, rename) so a crash mid-write leaves the previous record whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from slurmrl.errors import ConfigError
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Touched:
+    """One job's values as set by the daemon, and as they were before it."""
+
+    job_id: str
+    first_touched: float
+    site_factor: int | None = None  # value the daemon set (None: never set)
+    orig_site_factor: int = 0
+    priority: int | None = None
+    orig_priority: int | None = None
+    nodes: tuple[str, ...] | None = None  # ReqNodeList the daemon set
+    nodes_since: float | None = None
+    orig_nodes: tuple[str, ...] = ()
+    admin_comment: str | None = None  # full text the daemon wrote
+    orig_admin_comment: str = ""
+    # After a placement expires unstarted, the job is not placed again before this time.
+    placement_blocked_until: float = 0.0
+    # A field changed after the audit note was last written: the note must be rewritten.
+    note_stale: bool = False
+
+    @property
+    def changed_anything(self) -> bool:
+        return (
+            self.site_factor is not None
+            or self.priority is not None
+            or self.nodes is not None
+            or self.admin_comment is not None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["nodes"] = list(self.nodes) if self.nodes is not None else None
+        d["orig_nodes"] = list(self.orig_nodes)
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Touched:
+        known = {k: d[k] for k in Touched.__dataclass_fields__ if k in d}
+        if known.get("nodes") is not None:
+            known["nodes"] = tuple(known["nodes"])
+        known["orig_nodes"] = tuple(known.get("orig_nodes") or ())
+        return Touched(**known)
+
+
+class Record:
+    """Job id -> :class:`Touched`, plus the cycle counter; saved as one JSON file."""
+
+    def __init__(self, jobs: dict[str, Touched] | None = None, cycle: int = 0) -> None:
+        self.jobs: dict[str, Touched] = dict(jobs or {})
+        self.cycle = cycle
+
+    def get(self, job_id: str) -> Touched | None:
+        return self.jobs.get(job_id)
+
+    def put(self, entry: Touched) -> None:
+        if entry.changed_anything or entry.placement_blocked_until:
+            self.jobs[entry.job_id] = entry
+        else:
+            self.jobs.pop(entry.job_id, None)
+
+    def update(self, job_id: str, now: float, **fields: Any) -> Touched:
+        entry = self.jobs.get(job_id) or Touched(job_id=job_id, first_touched=now)
+        entry = replace(entry, **fields)
+        self.put(entry)
+        return entry
+
+    def drop(self, job_id: str) -> None:
+        self.jobs.pop(job_id, None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "cycle": self.cycle,
+            "jobs": {k: v.to_json() for k, v in sorted(self.jobs.items())},
+        }
+
+    def save(self, path: str | Path) -> None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.to_json(), fh, indent=1)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @staticmethod
+    def load(path: str | Path) -> Record:
+        """The saved record, or an empty one when the file does not exist yet."""
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return Record()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read the daemon state file: {exc}",
+                file=str(p),
+                hint="it records what the daemon changed; restore it from a backup or inspect it by hand "
+                "before deleting it (deleting forgets which jobs to revert)",
+            ) from None
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != FORMAT
+            or not isinstance(data.get("jobs"), dict)
+        ):
+            raise ConfigError(f"state file is not a slurmrl daemon record (format {FORMAT})", file=str(p))
+        try:
+            jobs = {k: Touched.from_json(v) for k, v in data["jobs"].items()}
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"state file holds a malformed job entry: {exc}", file=str(p)) from None
+        return Record(jobs, int(data.get("cycle", 0)))

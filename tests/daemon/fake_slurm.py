@@ -1,0 +1,156 @@
+"""A fake Slurm backend for daemon tests: an in-memory queue that records every call.
+
+Errors are injected per call with :meth:`FakeSlurm.fail_next`, matched by
+method name (and optionally job id), so a test can make the controller
+vanish in the middle of a cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from slurmrl.cluster.builders import NodeSpec, assemble
+from slurmrl.cluster.model import islands_for
+from slurmrl.slurm.parse_gres import GpuRequest, GresItem
+from slurmrl.slurm.snapshot import SlurmJob, SlurmNode, Snapshot
+
+
+def small_cluster():
+    """2 racks x 2 nodes x 8 GPUs in NVLink quads (as the local test cluster)."""
+
+    def spec(name: str) -> NodeSpec:
+        return NodeSpec(name, 8, "v100", islands_for("nvlink:4", 8), 64, 256000)
+
+    return assemble(
+        "fake", [("rack1", [spec("node01"), spec("node02")]), ("rack2", [spec("node03"), spec("node04")])]
+    )
+
+
+def pending(job_id: str, gpus: int, submit: float, *, nodes: int = 1, **kw) -> SlurmJob:
+    per_node = gpus // nodes
+    return SlurmJob(
+        job_id=job_id,
+        name=f"j{job_id}",
+        user=kw.pop("user", "alice"),
+        account=kw.pop("account", "ml"),
+        partition=kw.pop("partition", "gpu"),
+        state="PENDING",
+        reason=kw.pop("reason", "Priority"),
+        submit_time=submit,
+        time_limit=kw.pop("time_limit", 3600.0),
+        priority=kw.pop("priority", 1000),
+        num_nodes=nodes,
+        gpus=GpuRequest(gpus, per_node, "v100", "tres_per_node"),
+        **kw,
+    )
+
+
+def running(job_id: str, node: str, gpus: Sequence[int], submit: float = 0.0) -> SlurmJob:
+    return SlurmJob(
+        job_id=job_id,
+        name=f"r{job_id}",
+        user="bob",
+        account="ml",
+        partition="gpu",
+        state="RUNNING",
+        submit_time=submit,
+        start_time=submit + 1,
+        num_nodes=1,
+        nodes=(node,),
+        gpus=GpuRequest(len(gpus), len(gpus), "v100", "tres_per_node"),
+        gpu_alloc=((node, GresItem("v100", len(gpus), tuple(gpus))),),
+    )
+
+
+class FakeSlurm:
+    def __init__(self, jobs: Sequence[SlurmJob] = (), now: float | None = None) -> None:
+        self.cluster = small_cluster()
+        self.jobs: dict[str, SlurmJob] = {j.job_id: j for j in jobs}
+        self.calls: list[tuple[str, str, object]] = []
+        self.failures: list[tuple[str, str | None, Exception]] = []
+        self.now = now if now is not None else time.time()
+
+    # error injection
+    def fail_next(self, method: str, exc: Exception, job_id: str | None = None) -> None:
+        self.failures.append((method, job_id, exc))
+
+    def _maybe_fail(self, method: str, job_id: str | None = None) -> None:
+        for i, (m, jid, exc) in enumerate(self.failures):
+            if m == method and (jid is None or jid == job_id):
+                del self.failures[i]
+                raise exc
+
+    def writes(self, name: str | None = None) -> list[tuple[str, str, object]]:
+        return [c for c in self.calls if c[0] != "snapshot" and (name is None or c[0] == name)]
+
+    # SlurmBackend
+    def version(self) -> str:
+        return "22.05.8"
+
+    def snapshot(self) -> Snapshot:
+        self._maybe_fail("snapshot")
+        self.calls.append(("snapshot", "", None))
+        nodes = []
+        for node in self.cluster.nodes:
+            used = sorted(
+                g
+                for j in self.jobs.values()
+                if j.is_running
+                for n, item in j.gpu_alloc
+                if n == node.name
+                for g in (item.indices or ())
+            )
+            nodes.append(
+                SlurmNode(
+                    name=node.name,
+                    states=frozenset({"MIXED" if used else "IDLE"}),
+                    partitions=("gpu", "debug"),
+                    gpus=(GresItem("v100", 8, tuple(range(8))),),
+                    gpus_used=(GresItem("v100", len(used), tuple(used)),) if used else (),
+                    cpus=64,
+                    memory_mb=256000,
+                )
+            )
+        return Snapshot(self.now, "22.05.8", tuple(nodes), tuple(self.jobs.values()), self.cluster, "fake")
+
+    def _set(self, method: str, job_id: str, value: object, **fields: object) -> None:
+        self._maybe_fail(method, job_id)
+        if job_id not in self.jobs:
+            from slurmrl.slurm.run import JobNotFound
+
+            raise JobNotFound(f"'scontrol update JobId={job_id}' failed: Invalid job id specified")
+        self.calls.append((method, job_id, value))
+        self.jobs[job_id] = replace(self.jobs[job_id], **fields)
+
+    def set_site_factor(self, job_id: str, value: int) -> None:
+        self._set("set_site_factor", job_id, value, site_factor=value)
+
+    def set_priority(self, job_id: str, value: int) -> None:
+        self._set("set_priority", job_id, value, priority=value)
+
+    def reset_priority(self, job_id: str) -> None:
+        self._set("reset_priority", job_id, None, priority=1000)
+
+    def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
+        self._set(
+            "set_required_nodes",
+            job_id,
+            tuple(nodelist) if nodelist else None,
+            required_nodes=tuple(nodelist or ()),
+        )
+
+    def set_admin_comment(self, job_id: str, text: str) -> None:
+        self._set("set_admin_comment", job_id, text, admin_comment=text)
+
+    # helpers for tests
+    def start(self, job_id: str, node: str, gpus: Sequence[int]) -> None:
+        j = self.jobs[job_id]
+        self.jobs[job_id] = replace(
+            j,
+            state="RUNNING",
+            start_time=self.now,
+            nodes=(node,),
+            gpu_alloc=((node, GresItem("v100", len(gpus), tuple(gpus))),),
+        )

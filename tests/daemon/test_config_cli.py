@@ -1,0 +1,181 @@
+"""Daemon config validation, the state file, the planning helpers and the CLI entry points."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slurmrl.cli import main
+from slurmrl.daemon.config import load_config, parse_config
+from slurmrl.daemon.plan import compose_comment, site_factor_for, strip_note
+from slurmrl.daemon.record import Record, Touched
+from slurmrl.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "contrib" / "daemon.example.toml"
+
+
+def test_every_problem_is_reported_at_once_with_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'polcy = "fifo"\ninterval = "30"\nmode = "fast"\nmax_site_factor = -1\n'
+        'dry_run = 1\nmetrics_port = 70000\n[scope]\npartitions = "gpu"\nparitions = ["gpu"]\n'
+        "[slurm]\ntimeout = 0\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = err.value.format()
+    for needle in (
+        "polcy: unknown key; did you mean 'policy'?",
+        "interval: must be a number",
+        "mode: must be one of",
+        "max_site_factor: must be between",
+        "dry_run: must be true or false",
+        "metrics_port: must be between",
+        "[scope].partitions: must be a list of strings",
+        "[scope].paritions: unknown key; did you mean 'partitions'",
+        "[slurm].timeout: must be greater than 0",
+        str(path),
+    ):
+        assert needle in text, needle
+
+
+def test_policy_names_are_checked_and_oracles_refused() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'fifo-backfill'"):
+        parse_config({"policy": "fifo-backfil"})
+    with pytest.raises(ConfigError, match="cannot be deployed"):
+        parse_config({"policy": "sjf-oracle"})
+    with pytest.raises(ConfigError, match="placement: unknown placement 'topolgy'"):
+        parse_config({"policy": "fifo", "placement": "topolgy"})
+
+
+def test_defaults_types_and_relative_paths(tmp_path: Path) -> None:
+    path = tmp_path / "d.toml"
+    path.write_text(
+        'policy = "fifo-backfill"\nplacement = "topology"\ninterval = 10\nstate_file = "s.json"\n'
+        '[scope]\npartitions = ["gpu"]\n[slurm]\nconf = "etc/slurm.conf"\n'
+    )
+    cfg = load_config(path)
+    assert cfg.interval == 10.0 and isinstance(cfg.interval, float)
+    assert cfg.state_file == str(tmp_path / "s.json")
+    assert cfg.slurm.conf == str(tmp_path / "etc" / "slurm.conf")
+    assert cfg.scope.partitions == ("gpu",) and cfg.mode == "site_factor" and cfg.max_changes_per_cycle == 200
+    assert cfg.policy_label == "fifo-backfill+topology"
+    with pytest.raises(AttributeError):
+        cfg.interval = 5  # type: ignore[misc]
+
+
+def test_shipped_example_config_is_valid() -> None:
+    cfg = load_config(EXAMPLE)
+    assert cfg.placement_hold == 300 and cfg.dry_run is False
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text("policy = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="no daemon config at"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_record_round_trip_and_damaged_file(tmp_path: Path) -> None:
+    rec = Record(
+        {
+            "7": Touched(
+                "7",
+                1.0,
+                site_factor=5,
+                nodes=("node01",),
+                nodes_since=2.0,
+                admin_comment="n",
+                orig_admin_comment="o",
+            )
+        },
+        cycle=3,
+    )
+    path = tmp_path / "sub" / "state.json"
+    rec.save(path)
+    back = Record.load(path)
+    assert back.jobs == rec.jobs and back.cycle == 3
+    assert [p.name for p in path.parent.iterdir()] == ["state.json"]  # no temporary left behind
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="state file"):
+        Record.load(path)
+
+
+@given(st.integers(1, 5000), st.integers(1, 10**6))
+def test_site_factors_are_bounded_and_monotone(count: int, top: int) -> None:
+    values = [site_factor_for(r, count, top) for r in range(min(count, 300))]
+    assert values[0] == top and all(0 <= v <= top for v in values)
+    assert all(a >= b for a, b in zip(values, values[1:], strict=False))
+    if count <= 300 and count > 1:
+        assert values[-1] == 0
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40))
+def test_notes_strip_back_to_the_admin_text(orig: str) -> None:
+    note = "slurmrl: sf=3 policy=fifo"
+    if "slurmrl:" not in orig:
+        assert strip_note(compose_comment(orig, note)) == orig
+
+
+def test_daemon_help_imports_no_torch() -> None:
+    code = (
+        "import sys; from slurmrl.cli import main\n"
+        "try:\n    main(['daemon', '--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "check" in out.stdout and "revert" in out.stdout
+
+
+def test_cli_bad_config_fails_fast_naming_keys(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('policy = "sjf-oracle"\nmax_changes_per_cycle = 0\n')
+    runner = CliRunner()
+    for args in (
+        ["daemon", "--config", str(path), "--once"],
+        ["daemon", "check", "--config", str(path)],
+        ["daemon", "revert", "--config", str(path)],
+    ):
+        res = runner.invoke(main, args)
+        assert res.exit_code != 0
+        assert "max_changes_per_cycle: must be greater than 0" in res.output
+        assert "cannot be deployed" in res.output and "Traceback" not in res.output
+
+
+def test_status_summarises_cycles(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    lines = [
+        {
+            "time": 1.0,
+            "kind": "cycle",
+            "cycle": 1,
+            "ok": True,
+            "seconds": 0.2,
+            "in_scope": 3,
+            "planned": 4,
+            "sent": 4,
+            "deferred": 0,
+        },
+        {"time": 1.0, "kind": "change", "cycle": 1, "job": "5", "field": "site_factor", "dry_run": False},
+        {"time": 2.0, "kind": "cycle", "cycle": 2, "ok": False, "error": "slurmctld down"},
+    ]
+    audit.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    Record({"5": Touched("5", 1.0, site_factor=9)}, cycle=2).save(tmp_path / "state.json")
+    cfg = tmp_path / "d.toml"
+    cfg.write_text('state_file = "state.json"\naudit_log = "audit.jsonl"\n')
+    res = CliRunner().invoke(main, ["status", "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    assert "jobs with daemon-set values: 1 (site_factor=1)" in res.output
+    assert "last cycle: #2" in res.output and "FAILED" in res.output
+    assert "site_factor=1" in res.output and "slurmctld down" in res.output

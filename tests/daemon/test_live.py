@@ -1,0 +1,315 @@
+"""The daemon against the local Slurm 22.05 test cluster (contrib/testcluster).
+
+Run with ``eval "$(contrib/testcluster/testcluster env)"; pytest -m slurm tests/daemon``.
+Skipped only when no cluster is reachable and ``CI`` is unset. Jobs submitted
+here carry a private account, and the daemon's scope is that account, so
+other jobs on the cluster are never touched; every job is cancelled at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.loop import Daemon, make_backend
+from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.slurm.snapshot import Snapshot
+
+pytestmark = pytest.mark.slurm
+REPO = Path(__file__).resolve().parents[2]
+TESTCLUSTER = REPO / "contrib" / "testcluster" / "testcluster"
+ACCOUNT = f"slurmrl-d{os.getpid()}"
+FILL = f"{ACCOUNT}-fill"
+
+
+def _cluster_up() -> bool:
+    if not os.environ.get("SLURM_CONF"):
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if not os.environ.get("CI") and not _cluster_up():
+    pytest.skip("no Slurm test cluster (set SLURM_CONF; see contrib/testcluster)", allow_module_level=True)
+
+SUBMITTED: list[str] = []
+
+
+def sbatch(*args: str, account: str = ACCOUNT) -> str:
+    out = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--chdir=/tmp",
+            "--output=/dev/null",
+            f"--account={account}",
+            f"--job-name={ACCOUNT}",
+            *args,
+            "--wrap",
+            "sleep 600",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    jid = out.stdout.strip().split(";")[0]
+    SUBMITTED.append(jid)
+    return jid
+
+
+def show(jid: str) -> dict[str, str]:
+    out = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True, timeout=30)
+    fields: dict[str, str] = {}
+    for line in out.stdout.splitlines():
+        if line.strip().startswith("AdminComment="):  # free text on a line of its own
+            fields["AdminComment"] = line.strip()[len("AdminComment=") :].strip()
+            continue
+        fields.update(re.findall(r"(\w+)=(\S*)", line))
+    fields.setdefault("AdminComment", "")
+    return fields
+
+
+def site(jid: str) -> int:
+    """The job's SiteFactor as sprio shows it; -1 when sprio does not list it (not pending)."""
+    out = subprocess.run(["sprio", "-h", "-j", jid, "-o", "%S"], capture_output=True, text=True, timeout=30)
+    words = out.stdout.split()
+    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else -1
+
+
+def wait_for(pred, timeout: float, what: str, step: float = 0.5):
+    end = time.time() + timeout
+    while time.time() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(step)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def state(jid: str) -> str:
+    return show(jid).get("JobState", "")
+
+
+def cancel(ids: list[str]) -> None:
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+        wait_for(lambda: all(state(j) in ("CANCELLED", "COMPLETED", "") for j in ids), 30, "jobs to end")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup():
+    yield
+    subprocess.run(["scancel", *SUBMITTED], capture_output=True, timeout=30) if SUBMITTED else None
+
+
+def make_config(tmp: Path, **kw) -> DaemonConfig:
+    base = dict(
+        policy="qssf",
+        placement="topology",
+        interval=1.0,
+        state_file=str(tmp / "state.json"),
+        audit_log=str(tmp / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=2.0,
+        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
+        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
+    )
+    base.update(kw)
+    return DaemonConfig(**base)
+
+
+def write_toml(path: Path, cfg: DaemonConfig) -> None:
+    path.write_text(
+        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
+        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
+        "backoff_initial = 1\nbackoff_max = 2\n"
+        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
+        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
+    )
+
+
+def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
+    """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node."""
+    ids = [
+        sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL)
+        for node, counts in layout.items()
+        for n in counts
+    ]
+    wait_for(lambda: all(state(j) == "RUNNING" for j in ids), 60, "filler jobs to run")
+    return ids
+
+
+class Unheld:
+    """Reads the queue with chosen jobs shown as released; every write goes to Slurm itself."""
+
+    def __init__(self, inner, ids: set[str]) -> None:
+        self.inner, self.ids = inner, ids
+
+    def snapshot(self) -> Snapshot:
+        snap = self.inner.snapshot()
+        jobs = tuple(
+            replace(j, held=False, reason="Resources") if j.job_id in self.ids else j for j in snap.jobs
+        )
+        return replace(snap, jobs=jobs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:
+    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad).
+    fill = fill_nodes({"node01": [2, 4, 2], "node02": [4], "node03": [8], "node04": [8]})
+    middle = fill[1]
+    cancel([middle])
+    job = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")
+    cfg = make_config(tmp_path, policy="fifo-backfill")
+    backend = Unheld(make_backend(cfg), {job})
+    snap = backend.snapshot()
+    node01 = next(n for n in snap.nodes if n.name == "node01")
+    assert node01.used_indices == (0, 1, 6, 7)  # the scattered free GPUs were built as intended
+    d = Daemon(cfg, backend, metrics=DaemonMetrics())
+    out = d.cycle()
+    assert out.error is None
+    fields = show(job)
+    assert fields["ReqNodeList"] == "node02", fields
+    assert "slurmrl:" in fields["AdminComment"] and "nodes=node02" in fields["AdminComment"]
+    d.revert()
+    assert show(job)["ReqNodeList"] == "(null)" and show(job)["AdminComment"] in ("", "(null)")
+    d.cycle()
+    subprocess.run(["scontrol", "release", job], check=True, timeout=30)
+    wait_for(lambda: state(job) == "RUNNING", 30, "the pinned job to start")
+    assert show(job)["NodeList"] == "node02"
+    cancel(fill + [job])
+
+
+def test_ordering_dry_run_scope_and_start_order(tmp_path: Path) -> None:
+    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    long_job = sbatch("-N1", "--gres=gpu:8", "-t", "120")
+    short_job = sbatch("-N1", "--gres=gpu:8", "-t", "10")  # submitted later; qssf ranks it first
+    debug_job = sbatch("-N1", "--gres=gpu:8", "-t", "5", "-p", "debug")
+    opted = sbatch("-N1", "--gres=gpu:8", "-t", "5", "--comment=please slurmrl=off")
+    ours = [long_job, short_job, debug_job, opted]
+    wait_for(lambda: all(state(j) == "PENDING" for j in ours), 20, "jobs to queue")
+
+    dry = Daemon(
+        make_config(tmp_path / "dry", dry_run=True),
+        make_backend(make_config(tmp_path)),
+        metrics=DaemonMetrics(),
+    )
+    out = dry.cycle()
+    assert len(out.plan.changes) >= 2  # it would change something ...
+    assert [site(j) for j in ours] == [0, 0, 0, 0]  # ... but changed nothing
+    assert all(show(j)["AdminComment"] in ("", "(null)") for j in ours)
+    assert not (tmp_path / "dry" / "state.json").exists()
+
+    d = Daemon(make_config(tmp_path), make_backend(make_config(tmp_path)), metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    assert site(short_job) == 1000 and site(long_job) == 0
+    assert "sf=1000" in show(short_job)["AdminComment"]
+    for j in (debug_job, opted):  # outside the scope: never touched
+        assert site(j) == 0 and show(j)["AdminComment"] in ("", "(null)")
+    assert d.cycle().plan.changes == ()  # nothing new to send
+    # one node frees up: the short job, submitted later, starts first
+    cancel([fill[0]])
+    wait_for(lambda: state(short_job) == "RUNNING", 40, "the promoted job to start")
+    assert state(long_job) == "PENDING"
+    d.cycle()  # the started job leaves the record
+    assert set(d.record.jobs) == {long_job} or set(d.record.jobs) == set()
+    cancel(fill[1:] + ours)
+
+
+def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Path) -> None:
+    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    a = sbatch("-N1", "--gres=gpu:8", "-t", "5")  # ranked first: gets the top site factor
+    b = sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    subprocess.run(["scontrol", "update", f"JobId={a}", "AdminComment=ticket 7"], check=True, timeout=30)
+    cfg_path = tmp_path / "daemon.toml"
+    cfg = make_config(tmp_path)
+    write_toml(cfg_path, cfg)
+    audit = tmp_path / "audit.jsonl"
+
+    def cycles() -> list[dict]:
+        if not audit.exists():
+            return []
+        return [r for r in map(json.loads, audit.read_text().splitlines()) if r.get("kind") == "cycle"]
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from slurmrl.cli import main; main()", "daemon", "--config", str(cfg_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: site(a) == 1000, 30, "the daemon's first changes")
+        assert show(a)["AdminComment"].startswith("ticket 7 | slurmrl: sf=1000")
+        before = len(cycles())
+        subprocess.run(
+            [str(TESTCLUSTER), "restart-controller", "--kill"], check=True, timeout=90, capture_output=True
+        )
+        wait_for(lambda: [c for c in cycles()[before:] if c.get("ok")], 45, "a good cycle after the restart")
+        assert proc.poll() is None  # still running
+        # slurmctld recovers its last saved state: jobs from before that save (cancelled since) can
+        # come back. Cancel every job of this module that is not one of this test's own.
+        keep = {a, b, *fill}
+        cancel([j for j in dict.fromkeys(SUBMITTED) if j not in keep and state(j) in ("PENDING", "RUNNING")])
+        if state(a) == "":
+            # Killed before its periodic state save, slurmctld forgot the recent jobs (as after a
+            # real crash): the daemon must drop them from its record. Queue new ones to revert.
+            wait_for(
+                lambda: a not in json.loads((tmp_path / "state.json").read_text())["jobs"],
+                20,
+                "the vanished job to leave the record",
+            )
+            cancel([j for j in fill if state(j) in ("PENDING", "RUNNING")])
+            fill += fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+            a = sbatch("-N1", "--gres=gpu:8", "-t", "5")
+            b = sbatch("-N1", "--gres=gpu:8", "-t", "60")
+            subprocess.run(
+                ["scontrol", "update", f"JobId={a}", "AdminComment=ticket 7"], check=True, timeout=30
+            )
+        wait_for(lambda: site(a) == 1000, 30, "the top site factor after the restart")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        output = proc.stdout.read() if proc.stdout else ""
+        assert code == 0, output
+        assert "revert done" in output
+        assert site(b) == 0 and site(a) == 0
+        assert show(b)["AdminComment"] in ("", "(null)") and show(a)["AdminComment"] == "ticket 7"
+        assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cancel(fill + [a, b])
+
+
+def test_bad_config_fails_fast_naming_keys(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('policy = "srtf-oracle"\nintervall = 5\n[scope]\npartitions = "gpu"\n')
+    t0 = time.time()
+    out = subprocess.run(
+        [sys.executable, "-c", "from slurmrl.cli import main; main()", "daemon", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0 and time.time() - t0 < 20
+    for needle in (
+        "intervall: unknown key; did you mean 'interval'?",
+        "[scope].partitions",
+        "cannot be deployed",
+    ):
+        assert needle in out.stderr
+    assert "Traceback" not in out.stderr
