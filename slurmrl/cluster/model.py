@@ -10,9 +10,9 @@ for the daemon, which talks to Slurm in names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterable
 
 import numpy as np
 

@@ -8,8 +8,8 @@ scenario means the same jobs, cluster and load everywhere.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from slurmrl import __version__
 from slurmrl.cluster.model import Cluster

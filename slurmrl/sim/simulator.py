@@ -117,6 +117,7 @@ class Simulator:
         self._on_node: list[dict[str, None]] = [{} for _ in cluster.nodes]
         self._multi_on_rack: list[dict[str, None]] = [{} for _ in cluster.racks]
         self._cross_rack: dict[str, None] = {}
+        self._dirty: dict[str, bool] = {}  # job -> must reschedule even if its speed is unchanged
         # Summed interference sensitivities of the running jobs per node, per
         # rack (multi-node jobs) and on the core (cross-rack jobs).
         self._node_load = [0.0] * len(cluster.nodes)
@@ -200,6 +201,7 @@ class Simulator:
                 self._wake_pending = decisions.wake_at
                 self.events.schedule(decisions.wake_at, WAKE, (_WAKE, None, 0))
         if decisions.starts or decisions.preempt:
+            self._flush(now)
             self._sample(now)
         if again:
             self._pass_due = True
@@ -256,6 +258,7 @@ class Simulator:
                     self._wake_pending = None
                 self._pass_due = True
         if changed:
+            self._flush(t)
             self._sample(t)
 
     def _drain(self) -> None:
@@ -301,10 +304,10 @@ class Simulator:
         run.view = view
         self.running[job_id] = view
         self._add_load(job_id, run, placement)
-        affected = self._neighbours(job_id, placement)
-        self._respeed(job_id, now, force=True)
-        for other in affected:
-            self._respeed(other, now, force=False)
+        dirty = self._dirty
+        dirty[job_id] = True
+        for other in self._neighbours(job_id, placement):
+            dirty.setdefault(other, False)
         limit = run.job.time_limit
         if self.config.enforce_time_limits and limit is not None:
             # The limit counts wall time since this start, as Slurm's does.
@@ -323,7 +326,8 @@ class Simulator:
         self._remove_load(job_id, run)
         run.placement = None
         for other in self._neighbours(job_id, placement):
-            self._respeed(other, now, force=False)
+            self._dirty.setdefault(other, False)
+        self._dirty.pop(job_id, None)
         if preempted:
             run.preemptions += 1
             run.remaining += self.config.restart_overhead
@@ -383,6 +387,17 @@ class Simulator:
                 seen.update(self._cross_rack)
         seen.pop(job_id, None)
         return list(seen)
+
+    def _flush(self, now: float) -> None:
+        """Recompute the speeds of the jobs whose neighbourhood changed.
+
+        Starts and ends at one instant are applied first and speeds updated
+        once afterwards, so a pass that fills a node with eight jobs costs
+        eight speed updates, not thirty-six.
+        """
+        dirty, self._dirty = self._dirty, {}
+        for job_id, force in dirty.items():
+            self._respeed(job_id, now, force=force)
 
     def _respeed(self, job_id: str, now: float, *, force: bool) -> None:
         run = self.runs[job_id]
