@@ -30,9 +30,10 @@ class Ranking:
     def __init__(self, keys: KeyFn, period: float | None = None) -> None:
         self._key_fn = keys
         self.period = period  # re-key all pending jobs this often (None: keys never change)
-        self._keys: list[tuple[float, float, str]] = []
+        self._keys: list[tuple[float, float, int]] = []
         self._jobs: list[JobView] = []
-        self._key_of: dict[str, tuple[float, float, str]] = {}
+        self._key_of: dict[str, tuple[float, float, int]] = {}
+        self._seqs: dict[str, int] = {}
         self._gone: list[str] = []
         self._next_rekey = -np.inf
         self._force = False
@@ -78,7 +79,7 @@ class Ranking:
             elif arrivals:
                 values = self._key_fn(arrivals, view.now).tolist()
                 for job, value in zip(arrivals, values, strict=False):
-                    key = (value, job.submit_time, job.job_id)
+                    key = (value, job.submit_time, self._seq_of(job))
                     i = bisect.bisect_right(self._keys, key)
                     self._keys.insert(i, key)
                     self._jobs.insert(i, job)
@@ -98,11 +99,17 @@ class Ranking:
             return
         values = np.asarray(self._key_fn(jobs, now), dtype=float)
         submits = np.fromiter(map(_SUBMIT, jobs), dtype=float, count=len(jobs))
-        ids_arr = np.array(list(map(_ID, jobs)))
-        # The same (key, submit, id) order that bisect uses between rebuilds.
-        idx = np.lexsort((ids_arr, submits, values)).tolist()
-        jobs = [jobs[i] for i in idx]
-        ids = ids_arr[idx].tolist()
-        self._keys = list(zip(values[idx].tolist(), submits[idx].tolist(), ids, strict=False))
-        self._jobs = jobs
-        self._key_of = dict(zip(ids, self._keys, strict=False))
+        seqs = np.fromiter(map(self._seq_of, jobs), dtype=np.int64, count=len(jobs))
+        # The same (key, submit, arrival) order that bisect uses between
+        # rebuilds, sorted on numbers only.
+        idx = np.lexsort((seqs, submits, values))
+        self._jobs = [jobs[i] for i in idx.tolist()]
+        self._keys = list(zip(values[idx].tolist(), submits[idx].tolist(), seqs[idx].tolist(), strict=True))
+        self._key_of = dict(zip(map(_ID, self._jobs), self._keys, strict=True))
+
+    def _seq_of(self, job: JobView) -> int:
+        """Arrival number of a job: the last tie-break, as job ids are in Slurm."""
+        seq = self._seqs.get(job.job_id)
+        if seq is None:
+            seq = self._seqs[job.job_id] = len(self._seqs)
+        return seq
