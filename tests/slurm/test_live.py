@@ -52,6 +52,8 @@ def _sbatch(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def jobs():
+    heal = Path(__file__).resolve().parents[2] / "contrib" / "testcluster" / "testcluster"
+    subprocess.run([str(heal), "heal"], capture_output=True, timeout=120)
     tag = f"slurmrl-live-{os.getpid()}"
     ids: dict[str, str] = {}
     try:
