@@ -53,6 +53,11 @@ class PreemptiveScheduler:
     def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
         raise NotImplementedError
 
+    def rank(self, view: ClusterView) -> list[JobView]:
+        """Pending jobs in rank order; subclasses may do better than a full sort."""
+        now = view.now
+        return sorted(view.pending, key=lambda j: self.key(j, now))
+
     def on_preempt(self, victim: JobView, now: float) -> None:
         """Called once per job this scheduler stops."""
 
@@ -68,7 +73,7 @@ class PreemptiveScheduler:
     def decide(self, view: ClusterView) -> Decisions:
         self.prepare(view)
         now = view.now
-        ranked = sorted(view.pending, key=lambda j: self.key(j, now))
+        ranked = self.rank(view)
         order = JobIds(ranked)
         if not ranked:
             return Decisions(order=order, wake_at=self.wake_at(view))
@@ -80,7 +85,17 @@ class PreemptiveScheduler:
         )  # worst-ranked first
         starts: list[Start] = []
         preempted: list[JobView] = []
+        # Smallest GPU count that could neither be placed nor displace anyone
+        # this pass: free GPUs only shrink and victims only get scarcer down
+        # the ranking, so any later unconstrained job at least that large
+        # fails too. Once a 1-GPU job fails, the pass is over.
+        smallest_failure = None
         for job in ranked:
+            unconstrained = not job.gpu_type and job.num_nodes is None
+            if smallest_failure is not None and unconstrained and job.gpus >= smallest_failure:
+                if smallest_failure <= 1:
+                    break
+                continue
             if pool.total_free == 0 and (
                 not victims
                 or len(preempted) >= self.max_preempt_per_pass
@@ -93,6 +108,8 @@ class PreemptiveScheduler:
             if placement is None and len(preempted) < self.max_preempt_per_pass:
                 placement = self._displace(job, pool, view, victims, preempted)
             if placement is None:
+                if unconstrained and (smallest_failure is None or job.gpus < smallest_failure):
+                    smallest_failure = job.gpus
                 continue
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
