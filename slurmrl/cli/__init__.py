@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("slurmrl.cli.slurm:cluster", "Build or convert cluster specs."),
     "report": ("slurmrl.cli.report:report", "Render results as a static HTML site."),
     "train": ("slurmrl.cli.rl:train", "Train an RL scheduling policy with PPO on trace scenarios."),
-    "evaluate": ("slurmrl.cli.rl:evaluate", "Replay a workload under a policy name or a trained checkpoint folder."),
+    "evaluate": ("slurmrl.cli.rl:evaluate", "Replay a workload under a policy or a trained checkpoint."),
     "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
     "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
 }

@@ -22,7 +22,8 @@ TRAINABLE = {"topdrl": "topdrl-philly-v0"}
 @click.option("--vector", type=click.Choice(["sync", "async"]), default="sync", show_default=True,
               help="Step environments in this process (sync) or one process each (async).")
 @click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
-@click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default="jct", show_default=True)
+@click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default="jct",
+              show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Run folder: checkpoints, log.csv, run.json.")
@@ -60,7 +61,7 @@ def train(policy: str, scenarios: str, steps: int, workers: int, vector: str, ep
 @workload_options
 @click.option("--policy", required=True, help="A registered policy name or a checkpoint folder.")
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (same keys as simulate --json).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (as simulate --json).")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: bool, **opts) -> None:
     """Replay a workload under a policy, by name or from a trained checkpoint folder."""

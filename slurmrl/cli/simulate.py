@@ -128,10 +128,10 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
     else:
         click.echo(f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
                    f"offered load {workload.offered_load:.2f}")
-        click.echo(format_table(rows, TABLE_COLUMNS))
-        bounds = [r for r in rows if not r["deployable"]]
-        if bounds:
-            click.echo("policies marked * read true durations: they are bounds, not deployable.")
+        shown = [dict(r, policy=f"{r['policy']}*") if not r["deployable"] else r for r in rows]
+        click.echo(format_table(shown, TABLE_COLUMNS))
+        if len(shown) != sum(1 for r in rows if r["deployable"]):
+            click.echo("* reads true durations: a bound, not a deployable policy.")
     if report is not None:
         from slurmrl.report import render_report
 
