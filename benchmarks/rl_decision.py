@@ -40,7 +40,8 @@ def synthetic_view(seed: int = 0, pending: int = 600) -> ClusterView:
     for node in range(0, len(cluster.nodes), 2):  # every other node full: half the GPUs busy
         p = Placement.of([(node, list(range(8)))])
         pool.allocate(p)
-        running.append(JobView(f"r{node}", 8, 0.0, group="vc0", time_limit=36000.0, start_time=100.0, placement=p))
+        running.append(JobView(f"r{node}", 8, 0.0, group="vc0", time_limit=36000.0, start_time=100.0,
+                               placement=p))
     jobs = [
         JobView(f"p{i}", int(rng.choice([1, 1, 1, 2, 4, 8, 16])), float(i), group=f"vc{i % 7}",
                 time_limit=float(rng.choice([900.0, 3600.0, 14400.0, 86400.0])))

@@ -29,7 +29,7 @@ import numpy as np
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
-from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+from slurmrl.policy.view import ClusterView, JobView, Start
 
 # Slurm's bf_max_job_test default: at most this many queued jobs are tried
 # for backfill per pass (slurm.conf(5), SchedulerParameters).
@@ -110,31 +110,18 @@ class EasyBackfill(OrderedScheduler):
 
     # -- the pass ----------------------------------------------------------------
 
-    def decide(self, view: ClusterView) -> Decisions:
+    def before_pass(self, view: ClusterView) -> None:
         self._sync(view)
         self._pass = []
         self.last_shadow = math.nan
-        ranked = self.ordering.order(view)
-        starts: list[Start] = []
-        if view.pool.total_free > 0:
-            pool = view.pool.copy()
-            queue = iter(ranked)
-            for job in queue:
-                if pool.total_free == 0:
-                    break
-                placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
-                if placement is None:
-                    starts.extend(self.after_blocked(view, pool, job, queue))
-                    break
-                pool.allocate(placement)
-                starts.append(Start(job.job_id, placement))
-                self._pass.append((job, placement))
+
+    def on_start(self, job: JobView, placement: Placement) -> None:
+        self._pass.append((job, placement))
+
+    def after_pass(self, view: ClusterView, starts: list[Start]) -> dict[str, float]:
         for job, placement in self._pass:
             self._track(job.job_id, view.now + limit_of(job), placement)
-        started = getattr(self.ordering, "started", None)
-        if started is not None:
-            started([s.job_id for s in starts])
-        return Decisions(order=JobIds(ranked), starts=tuple(starts), info={"shadow_time": self.last_shadow})
+        return {"shadow_time": self.last_shadow}
 
     def reservation(self, view: ClusterView, pool: GpuPool, head: JobView) -> tuple[float, np.ndarray | None]:
         """Shadow time for ``head`` and the currently free GPUs it would get then.
@@ -228,7 +215,7 @@ class EasyBackfill(OrderedScheduler):
             if taken is not None:
                 outside.allocate(taken)
             starts.append(Start(job.job_id, placement))
-            self._pass.append((job, placement))
+            self.on_start(job, placement)
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
         return starts

@@ -66,10 +66,19 @@ class OrderedScheduler:
             bind(durations)
 
     def decide(self, view: ClusterView) -> Decisions:
+        self.before_pass(view)
         ranked = self.ordering.order(view)
-        order = JobIds(ranked)
+        starts = self.walk(view, ranked)
+        started = getattr(self.ordering, "started", None)
+        if started is not None:
+            started([s.job_id for s in starts])
+        info = self.after_pass(view, starts)
+        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info)
+
+    def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
+        """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`."""
         if view.pool.total_free == 0:
-            return Decisions(order=order)
+            return []
         pool = view.pool.copy()
         starts: list[Start] = []
         queue = iter(ranked)
@@ -82,7 +91,19 @@ class OrderedScheduler:
                 break
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
-        return Decisions(order=order, starts=tuple(starts))
+            self.on_start(job, placement)
+        return starts
+
+    # Hooks for schedulers that keep state across passes (backfill does).
+    def before_pass(self, view: ClusterView) -> None:
+        """Called first in every pass."""
+
+    def on_start(self, job: JobView, placement: Placement) -> None:
+        """Called for each job the pass starts (including from :meth:`after_blocked`)."""
+
+    def after_pass(self, view: ClusterView, starts: list[Start]) -> dict[str, float]:
+        """Called last; returns what goes into ``Decisions.info``."""
+        return {}
 
     def after_blocked(
         self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 import time
+from collections import defaultdict
 
 import pytest
 from hypothesis import given, settings
