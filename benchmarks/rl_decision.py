@@ -40,11 +40,17 @@ def synthetic_view(seed: int = 0, pending: int = 600) -> ClusterView:
     for node in range(0, len(cluster.nodes), 2):  # every other node full: half the GPUs busy
         p = Placement.of([(node, list(range(8)))])
         pool.allocate(p)
-        running.append(JobView(f"r{node}", 8, 0.0, group="vc0", time_limit=36000.0, start_time=100.0,
-                               placement=p))
+        running.append(
+            JobView(f"r{node}", 8, 0.0, group="vc0", time_limit=36000.0, start_time=100.0, placement=p)
+        )
     jobs = [
-        JobView(f"p{i}", int(rng.choice([1, 1, 1, 2, 4, 8, 16])), float(i), group=f"vc{i % 7}",
-                time_limit=float(rng.choice([900.0, 3600.0, 14400.0, 86400.0])))
+        JobView(
+            f"p{i}",
+            int(rng.choice([1, 1, 1, 2, 4, 8, 16])),
+            float(i),
+            group=f"vc{i % 7}",
+            time_limit=float(rng.choice([900.0, 3600.0, 14400.0, 86400.0])),
+        )
         for i in range(pending)
     ]
     return ClusterView(now=5000.0, cluster=cluster, pool=pool.readonly(), pending=jobs, running=running)
@@ -69,11 +75,15 @@ def bench_decision(policy_dir: Path, repeats: int = 200) -> None:
         whole.append((time.perf_counter() - t0) * 1e3)
         picks = len(d.starts)
     med = statistics.median(one)
-    print(f"one decision (window 128, 600 queued, 64 nodes): median {med:.2f} ms, "
-          f"p95 {np.percentile(one, 95):.2f} ms  [target <= {DECISION_TARGET_MS} ms: "
-          f"{'ok' if med <= DECISION_TARGET_MS else 'MISSED'}]")
-    print(f"whole decide pass ({picks} starts): median {statistics.median(whole):.1f} ms "
-          f"({statistics.median(whole) / max(picks, 1):.2f} ms per start)")
+    print(
+        f"one decision (window 128, 600 queued, 64 nodes): median {med:.2f} ms, "
+        f"p95 {np.percentile(one, 95):.2f} ms  [target <= {DECISION_TARGET_MS} ms: "
+        f"{'ok' if med <= DECISION_TARGET_MS else 'MISSED'}]"
+    )
+    print(
+        f"whole decide pass ({picks} starts): median {statistics.median(whole):.1f} ms "
+        f"({statistics.median(whole) / max(picks, 1):.2f} ms per start)"
+    )
 
 
 def bench_replay(policy_dir: Path) -> None:
@@ -82,9 +92,11 @@ def bench_replay(policy_dir: Path) -> None:
     t0 = time.perf_counter()
     out = run_policy(workload, policy)
     wall = time.perf_counter() - t0
-    print(f"full Philly window ({len(workload.trace.jobs)} jobs, 8x8x8 V100): {wall:.1f} s, "
-          f"{out.meta['decisions']} passes, avg JCT {out.summary['avg_jct']:.0f} s  "
-          f"[target <= {REPLAY_TARGET_S:.0f} s: {'ok' if wall <= REPLAY_TARGET_S else 'MISSED'}]")
+    print(
+        f"full Philly window ({len(workload.trace.jobs)} jobs, 8x8x8 V100): {wall:.1f} s, "
+        f"{out.meta['decisions']} passes, avg JCT {out.summary['avg_jct']:.0f} s  "
+        f"[target <= {REPLAY_TARGET_S:.0f} s: {'ok' if wall <= REPLAY_TARGET_S else 'MISSED'}]"
+    )
 
 
 def main() -> None:

@@ -15,22 +15,48 @@ TRAINABLE = {"topdrl": "topdrl-philly-v0"}
 
 @click.command()
 @click.option("--policy", default="topdrl", show_default=True, help="Which agent to train.")
-@click.option("--scenario", "scenarios", default="philly-64-week1,philly-64-week2", show_default=True,
-              help="Comma-separated training scenarios (same cluster).")
+@click.option(
+    "--scenario",
+    "scenarios",
+    default="philly-64-week1,philly-64-week2",
+    show_default=True,
+    help="Comma-separated training scenarios (same cluster).",
+)
 @click.option("--steps", type=int, default=400_000, show_default=True, help="Agent decisions to train for.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Environments stepped in parallel.")
-@click.option("--vector", type=click.Choice(["sync", "async"]), default="sync", show_default=True,
-              help="Step environments in this process (sync) or one process each (async).")
+@click.option(
+    "--vector",
+    type=click.Choice(["sync", "async"]),
+    default="sync",
+    show_default=True,
+    help="Step environments in this process (sync) or one process each (async).",
+)
 @click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
-@click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default="jct",
-              show_default=True)
+@click.option(
+    "--reward", type=click.Choice(["jct", "throughput", "makespan"]), default="jct", show_default=True
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Run folder: checkpoints, log.csv, run.json.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Run folder: checkpoints, log.csv, run.json.",
+)
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def train(policy: str, scenarios: str, steps: int, workers: int, vector: str, episode_jobs: int | None,
-          reward: str, seed: int, out: Path, resume: bool, no_progress: bool) -> None:
+def train(
+    policy: str,
+    scenarios: str,
+    steps: int,
+    workers: int,
+    vector: str,
+    episode_jobs: int | None,
+    reward: str,
+    seed: int,
+    out: Path,
+    resume: bool,
+    no_progress: bool,
+) -> None:
     """Train an RL policy with PPO; the run folder is a loadable checkpoint."""
     from slurmrl.rl.ppo import PPOConfig
     from slurmrl.rl.ppo import train as run_training
@@ -42,15 +68,23 @@ def train(policy: str, scenarios: str, steps: int, workers: int, vector: str, ep
     for name in names:
         sc = get_scenario(name)
         if sc.role == "eval":
-            raise ConfigError(f"scenario '{name}' is held out for evaluation; train on the 'train' scenarios",
-                              hint="see `slurmrl scenarios`")
+            raise ConfigError(
+                f"scenario '{name}' is held out for evaluation; train on the 'train' scenarios",
+                hint="see `slurmrl scenarios`",
+            )
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     overrides: dict[str, object] = {"scenarios": names, "reward": reward}
     if episode_jobs is not None:
         overrides["episode_jobs"] = episode_jobs
-    cfg = PPOConfig(env=TRAINABLE[policy], env_overrides=overrides, total_steps=steps, num_envs=workers,
-                    vector=vector, seed=seed)
+    cfg = PPOConfig(
+        env=TRAINABLE[policy],
+        env_overrides=overrides,
+        total_steps=steps,
+        num_envs=workers,
+        vector=vector,
+        seed=seed,
+    )
     result = run_training(cfg, out, resume=resume, progress=not no_progress)
     click.echo(f"trained {result.steps} decisions in {result.wall_seconds:.0f} s; checkpoint in {result.out}")
     if result.last_eval_jct == result.last_eval_jct:
@@ -82,8 +116,10 @@ def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: boo
         payload["meta"] = result.meta
         click.echo(json.dumps(payload, indent=2, sort_keys=True))
         return
-    click.echo(f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
-               f"offered load {workload.offered_load:.2f}")
+    click.echo(
+        f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
+        f"offered load {workload.offered_load:.2f}"
+    )
     click.echo(f"policy {result.meta['policy']} + {result.meta['placement']}")
     width = max(len(k) for k in result.summary)
     for key, value in result.summary.items():

@@ -99,13 +99,26 @@ class Ranking:
             return
         values = np.asarray(self._key_fn(jobs, now), dtype=float)
         submits = np.fromiter(map(_SUBMIT, jobs), dtype=float, count=len(jobs))
-        seqs = np.fromiter(map(self._seq_of, jobs), dtype=np.int64, count=len(jobs))
+        ids = list(map(_ID, jobs))
+        known = self._seqs
+        fresh: list[str] = []
+        for job_id in reversed(ids):  # arrivals since the last pass sit at the end
+            if job_id in known:
+                break
+            fresh.append(job_id)
+        for job_id in reversed(fresh):
+            known[job_id] = len(known)
+        if not known.keys() >= set(ids):  # a view not in arrival order (rare)
+            for job_id in ids:
+                if job_id not in known:
+                    known[job_id] = len(known)
+        seqs = np.fromiter(map(known.__getitem__, ids), dtype=np.int64, count=len(jobs))
         # The same (key, submit, arrival) order that bisect uses between
         # rebuilds, sorted on numbers only.
         idx = np.lexsort((seqs, submits, values))
         self._jobs = [jobs[i] for i in idx.tolist()]
         self._keys = list(zip(values[idx].tolist(), submits[idx].tolist(), seqs[idx].tolist(), strict=True))
-        self._key_of = dict(zip(map(_ID, self._jobs), self._keys, strict=True))
+        self._key_of = dict(zip([ids[i] for i in idx.tolist()], self._keys, strict=True))
 
     def _seq_of(self, job: JobView) -> int:
         """Arrival number of a job: the last tie-break, as job ids are in Slurm."""

@@ -1,0 +1,279 @@
+"""The trained TopDRL-style agent as a deployable :class:`~slurmrl.policy.base.Policy`.
+
+At each decision point the agent scores the window of pending jobs; the best
+feasible one starts on the GPUs the ``topology`` placement picks (the closest
+free ones), and the agent is asked again with the updated cluster until it
+says wait or nothing fits. Decisions are the argmax of the masked logits, so
+the same view always gives the same decisions, in the simulator and beside
+slurmctld alike.
+
+A checkpoint is a folder with ``model.safetensors`` (weights only, no pickle)
+and ``config.json`` (network constructor arguments and observation layout),
+loadable without the training code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.errors import PolicyError
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, Featurizer, ObsConfig
+from slurmrl.rl.network import NetConfig, TopDRLNet, masked_logits
+
+CHECKPOINT_FORMAT = "slurmrl-topdrl"
+CHECKPOINT_VERSION = 1
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+DEFAULT_POLICY = "topdrl-philly"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    net: NetConfig
+    obs: ObsConfig
+    allow_wait: bool = False
+    placement: str = "topology"
+
+
+def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
+    cfg = NetConfig(obs.job_features, len(CLUSTER_CHANNELS), len(GLOBAL_FEATURES), hidden, conv)
+    return TopDRLNet(cfg)
+
+
+def save_checkpoint(
+    directory: Path,
+    net: TopDRLNet,
+    obs: ObsConfig,
+    *,
+    allow_wait: bool = False,
+    extra: Mapping[str, object] | None = None,
+) -> None:
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    tmp = directory / (WEIGHTS + ".tmp")
+    save_file(tensors, str(tmp))
+    tmp.replace(directory / WEIGHTS)
+    config = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "net": net.cfg.to_dict(),
+        "obs": obs.to_dict(),
+        "allow_wait": allow_wait,
+        "placement": "topology",
+    }
+    if extra:
+        config["training"] = dict(extra)
+    (directory / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    cfg_path, weights = directory / CONFIG, directory / WEIGHTS
+    for p in (cfg_path, weights):
+        if not p.is_file():
+            raise PolicyError(
+                f"policy folder {directory} has no {p.name}",
+                hint="a checkpoint folder holds model.safetensors and config.json; "
+                "`slurmrl train --out DIR` writes one",
+            )
+    try:
+        raw = json.loads(cfg_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise PolicyError(
+            f"{cfg_path} is not valid JSON: {exc.msg}", file=str(cfg_path), line=exc.lineno, column=exc.colno
+        ) from None
+    if raw.get("format") != CHECKPOINT_FORMAT:
+        raise PolicyError(
+            f"{cfg_path} is not a TopDRL checkpoint config (format={raw.get('format')!r})", file=str(cfg_path)
+        )
+    if raw.get("version") != CHECKPOINT_VERSION:
+        raise PolicyError(
+            f"{cfg_path} has checkpoint version {raw.get('version')}; this slurmrl reads "
+            f"version {CHECKPOINT_VERSION}",
+            file=str(cfg_path),
+            hint="retrain or upgrade slurmrl",
+        )
+    try:
+        net_cfg = NetConfig(**raw["net"])
+        obs = ObsConfig.from_dict(raw["obs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyError(
+            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+        ) from None
+    if net_cfg.job_features != obs.job_features:
+        raise PolicyError(
+            f"{cfg_path}: net.job_features={net_cfg.job_features} does not match the observation "
+            f"layout ({obs.job_features} features)",
+            file=str(cfg_path),
+        )
+    net = TopDRLNet(net_cfg)
+    try:
+        state = load_file(str(weights))
+        net.load_state_dict(state)
+    except (SafetensorError, RuntimeError, OSError) as exc:
+        raise PolicyError(
+            f"cannot load weights {weights}: {exc}",
+            file=str(weights),
+            hint="the weights do not match config.json; re-export the checkpoint",
+        ) from None
+    net.eval()
+    ckpt = Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
+    return ckpt, net
+
+
+def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
+    """A shipped checkpoint: ``policies/NAME`` in a source checkout, else the copy inside the package."""
+    here = Path(__file__).resolve()
+    for base in (here.parents[2] / "policies", here.parent / "shipped"):
+        if (base / name / CONFIG).is_file():
+            return base / name
+    raise PolicyError(
+        f"shipped policy '{name}' was not found",
+        hint="reinstall slurmrl, or pass a checkpoint folder with --policy DIR",
+    )
+
+
+def _tensor(obs_jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray) -> tuple[torch.Tensor, ...]:
+    return (torch.from_numpy(obs_jobs)[None], torch.from_numpy(grid)[None], torch.from_numpy(glob)[None])
+
+
+class TopDRLPolicy:
+    """Deterministic job picker over a trained network, with a placement for the GPUs."""
+
+    deployable = True
+
+    def __init__(
+        self,
+        net: TopDRLNet,
+        obs: ObsConfig,
+        placement: PlacementPolicy,
+        *,
+        allow_wait: bool = False,
+        name: str = "topdrl",
+    ) -> None:
+        self.name = name
+        self.net = net.eval()
+        self.obs_config = obs
+        self.placement = placement
+        self.allow_wait = allow_wait
+        self._feat: Featurizer | None = None
+
+    @classmethod
+    def from_dir(
+        cls, directory: Path | str, placement: PlacementPolicy | None = None, *, window: int | None = None
+    ) -> TopDRLPolicy:
+        """Load a checkpoint folder; ``window`` overrides K (the network works with any K)."""
+        from slurmrl.policy.registry import make_placement
+
+        directory = Path(directory)
+        ckpt, net = load_checkpoint(directory)
+        obs = ckpt.obs
+        if window is not None:
+            obs = ObsConfig(window, min(obs.oldest, window), obs.models)
+        place = placement or make_placement(ckpt.placement)
+        return cls(net, obs, place, allow_wait=ckpt.allow_wait, name=f"topdrl:{directory.name}")
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        """A deployable policy never reads true durations."""
+
+    def _featurizer(self, view: ClusterView) -> Featurizer:
+        feat = self._feat
+        if feat is None or feat.cluster is not view.cluster:
+            fresh = Featurizer(view.cluster, self.obs_config, self.placement)
+            if feat is not None and feat.cluster.describe() == view.cluster.describe():
+                fresh.users, fresh.groups = feat.users, feat.groups  # same cluster, new snapshot object
+            self._feat = feat = fresh
+        return feat
+
+    def scores(self, view: ClusterView) -> tuple[list[JobView], np.ndarray]:
+        """The current window and its masked logits (last = wait); for inspection and tests."""
+        feat = self._featurizer(view)
+        feat.sync_running(view.running)
+        window = feat.select(view.pending, view.pool)
+        obs = feat.observe(
+            view,
+            view.pool,
+            window,
+            pending_count=len(view.pending),
+            running_count=len(view.running),
+            allow_wait=self.allow_wait,
+        )
+        return window, self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
+
+    def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            logits, _ = self.net(*_tensor(jobs, grid, glob))
+            out = masked_logits(logits, torch.from_numpy(mask)[None])
+        return out[0].numpy()
+
+    def decide(self, view: ClusterView) -> Decisions:
+        feat = self._featurizer(view)
+        feat.absorb(view.finished)
+        feat.sync_running(view.running)
+        k = self.obs_config.window
+        if view.pool.total_free == 0 or not view.pending:
+            return Decisions(order=JobIds(view.pending))
+        pool: GpuPool = view.pool.copy()
+        started: list[JobView] = []
+        starts: list[Start] = []
+        skip: set[str] = set()
+        ranked_window: list[JobView] = []
+        pending_count, running_count = len(view.pending), len(view.running)
+        while pool.total_free > 0:
+            window = feat.select(view.pending, pool, skip)
+            if not window:
+                break
+            obs = feat.observe(
+                view,
+                pool,
+                window,
+                pending_count=pending_count - len(started),
+                running_count=running_count + len(started),
+                allow_wait=self.allow_wait,
+            )
+            if not obs.mask[:k].any():
+                break
+            logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
+            best = int(np.argmax(logits))
+            ranked = np.argsort(-logits[: len(window)], kind="stable")
+            ranked_window = [window[i] for i in ranked.tolist()]
+            if best >= k or best >= len(window):
+                break  # the agent chose to wait
+            job, placement = window[best], obs.placements[best]
+            if placement is None:  # cannot happen: masked logits keep infeasible picks out
+                break
+            pool.allocate(placement)
+            feat.hold(job, placement, view.now)
+            started.append(job)
+            starts.append(Start(job.job_id, placement))
+            skip.add(job.job_id)
+        order = JobIds(_order(started, ranked_window, view.pending))
+        return Decisions(order=order, starts=tuple(starts))
+
+
+def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:
+    """Started jobs, then the last window by score, then everyone else in arrival order."""
+    seen: set[str] = set()
+    for job in itertools.chain(started, ranked, pending):
+        if job.job_id not in seen:
+            seen.add(job.job_id)
+            yield job
+
+
+def make_topdrl(placement: PlacementPolicy) -> TopDRLPolicy:
+    """Registry factory: the shipped Philly checkpoint with the given placement."""
+    return TopDRLPolicy.from_dir(shipped_policy_dir(DEFAULT_POLICY), placement)

@@ -1,0 +1,51 @@
+"""``slurmrl evaluate`` and ``slurmrl train`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from slurmrl.cli import main
+from slurmrl.rl.topdrl import shipped_policy_dir
+
+ARGS = [
+    "--trace",
+    "embedded:philly-sample",
+    "--cluster",
+    "1x2x8:v100",
+    "--limit",
+    "150",
+    "--json",
+    "--no-progress",
+]
+
+
+def test_evaluate_checkpoint_dir_prints_the_simulate_keys() -> None:
+    runner = CliRunner()
+    sim = runner.invoke(main, ["simulate", "--policy", "fifo", *ARGS])
+    ev = runner.invoke(main, ["evaluate", "--policy", str(shipped_policy_dir()), *ARGS])
+    assert sim.exit_code == 0, sim.output
+    assert ev.exit_code == 0, ev.output
+    a, b = json.loads(sim.output), json.loads(ev.output)
+    assert set(a) == set(b)
+    assert b["completed"] == 150
+    assert b["meta"]["placement"] == "topology"
+
+
+def test_evaluate_by_registered_name_matches_the_folder() -> None:
+    runner = CliRunner()
+    by_name = json.loads(runner.invoke(main, ["evaluate", "--policy", "topdrl", *ARGS]).output)
+    by_dir = json.loads(
+        runner.invoke(main, ["evaluate", "--policy", str(shipped_policy_dir()), *ARGS]).output
+    )
+    assert by_name["avg_jct"] == by_dir["avg_jct"]
+
+
+def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(main, ["evaluate", "--policy", "topdlr", *ARGS])
+    assert res.exit_code != 0 and "did you mean" in res.output and "Traceback" not in res.output
+    res = runner.invoke(main, ["train", "--scenario", "philly-64-week3", "--out", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "held out" in res.output

@@ -1,0 +1,136 @@
+"""The TopDRL policy: checkpoint round trip, the shipped checkpoint, the daemon's path."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from slurmrl.cluster.from_slurm import load_slurm_cluster
+from slurmrl.errors import PolicyError
+from slurmrl.policy.placement.topology import Topology
+from slurmrl.policy.registry import make_policy, policy_entry
+from slurmrl.rl.env import trace_workload
+from slurmrl.rl.features import ObsConfig
+from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint, shipped_policy_dir
+from slurmrl.sim.simulator import Simulator
+from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
+from slurmrl.slurm.snapshot import Snapshot
+from slurmrl.traces.schema import Trace, TraceJob
+
+FIX = Path(__file__).resolve().parents[1] / "slurm" / "fixtures" / "v22.05"
+
+
+def _trace(n: int = 80) -> Trace:
+    rng = np.random.default_rng(5)
+    jobs, t = [], 0.0
+    for i in range(n):
+        t += float(rng.exponential(20.0))
+        dur = float(rng.choice([50.0, 500.0, 5000.0]))
+        jobs.append(
+            TraceJob(f"j{i}", t, dur, int(rng.choice([1, 2, 4, 8])), vc=f"vc{i % 3}", time_limit=dur * 3)
+        )
+    return Trace(tuple(jobs), "test", "test")
+
+
+def _decisions(policy: TopDRLPolicy, trace: Trace, cluster) -> list[tuple]:
+    sim = Simulator(trace, cluster)
+    out = []
+    while (view := sim.next_view()) is not None:
+        d = policy.decide(view)
+        out.append(tuple((s.job_id, s.placement) for s in d.starts))
+        sim.apply(d)
+    return out
+
+
+def test_checkpoint_round_trip_gives_identical_decisions(tmp_path: Path) -> None:
+    torch.manual_seed(3)
+    obs = ObsConfig(window=8, oldest=2)
+    net = new_network(obs, hidden=16, conv=4)
+    save_checkpoint(tmp_path, net, obs)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    assert cfg["obs"]["window"] == 8 and cfg["net"]["hidden"] == 16
+    ckpt, loaded = load_checkpoint(tmp_path)
+    assert ckpt.obs == obs
+    wl = trace_workload(_trace(), "1x2x8:v100")
+    a = _decisions(TopDRLPolicy(net, obs, Topology()), wl.trace, wl.cluster)
+    b = _decisions(TopDRLPolicy.from_dir(tmp_path), wl.trace, wl.cluster)
+    assert a == b and any(a)
+
+
+def test_missing_or_mismatched_checkpoint_is_a_policy_error(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="no config.json"):
+        load_checkpoint(tmp_path)
+    obs = ObsConfig(window=8, oldest=2)
+    save_checkpoint(tmp_path, new_network(obs, hidden=16, conv=4), obs)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["net"]["hidden"] = 32
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(PolicyError, match="cannot load weights"):
+        load_checkpoint(tmp_path)
+
+
+def test_every_start_is_feasible_and_order_covers_the_queue() -> None:
+    policy = TopDRLPolicy.from_dir(shipped_policy_dir())
+    wl = trace_workload(_trace(), "1x2x8:v100")
+    sim = Simulator(wl.trace, wl.cluster)
+    while (view := sim.next_view()) is not None:
+        d = policy.decide(view)
+        ids = {j.job_id for j in view.pending}
+        assert set(d.order) == ids and len(d.order) == len(ids)
+        assert [s.job_id for s in d.starts] == list(d.order)[: len(d.starts)]
+        sim.apply(d)  # raises on an infeasible start
+    assert sim.finished_count == len(wl.trace.jobs)
+
+
+def test_shipped_policy_runs_on_a_recorded_slurm_snapshot() -> None:
+    assert policy_entry("topdrl").deployable
+    cluster = load_slurm_cluster(FIX / "conf" / "slurm.conf")
+    snap = Snapshot(
+        time=1795321710.0,
+        version="22.05.8",
+        nodes=parse_nodes_json((FIX / "sinfo.json").read_text()),
+        jobs=parse_squeue_json((FIX / "squeue.json").read_text()),
+        cluster=cluster,
+        source="test",
+    )
+    view = snap.to_view()
+    policy = make_policy("topdrl")
+    decisions = policy.decide(view)
+    pending = {j.job_id: j for j in view.pending}
+    assert set(decisions.order) == set(pending)
+    pool = view.pool.copy()
+    for start in decisions.starts:
+        assert start.placement.num_gpus == pending[start.job_id].gpus
+        assert pool.is_free(start.placement)
+        pool.allocate(start.placement)
+    again = make_policy("topdrl").decide(replace(view))
+    assert again.starts == decisions.starts
+
+
+def test_training_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    from slurmrl.rl.ppo import LOG, PPOConfig, train
+
+    wl = trace_workload(_trace(40), "1x2x8:v100")
+    cfg = PPOConfig(
+        env_overrides={"episode_jobs": 20, "obs": ObsConfig(window=4, oldest=1), "compression": (1.0, 1.0)},
+        total_steps=64,
+        num_steps=16,
+        num_envs=2,
+        eval_every=0,
+        hidden=8,
+        conv=2,
+        checkpoint_every=1,
+    )
+    first = train(cfg, tmp_path, workloads=[wl], progress=False)
+    assert first.steps == 64
+    again = train(replace(cfg, total_steps=128), tmp_path, resume=True, workloads=[wl], progress=False)
+    assert again.steps == 128
+    rows = (tmp_path / LOG).read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["1", "2", "3", "4"]
+    with pytest.raises(Exception, match="already holds a training run"):
+        train(cfg, tmp_path, workloads=[wl], progress=False)
