@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -99,7 +98,7 @@ def train(
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: bool, **opts) -> None:
     """Replay a workload under a policy, by name or from a trained checkpoint folder."""
-    from slurmrl.cli.simulate import _strict
+    from slurmrl.cli.simulate import print_run
     from slurmrl.sim.experiment import run_policy
 
     workload = build_workload(opts)
@@ -111,17 +110,4 @@ def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: boo
         target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
     with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
         result = run_policy(workload, target, placement=placement, progress=bar)  # type: ignore[arg-type]
-    if as_json:
-        payload = {k: _strict(v) for k, v in result.summary.items()}
-        payload["meta"] = result.meta
-        click.echo(json.dumps(payload, indent=2, sort_keys=True))
-        return
-    click.echo(
-        f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
-        f"offered load {workload.offered_load:.2f}"
-    )
-    click.echo(f"policy {result.meta['policy']} + {result.meta['placement']}")
-    width = max(len(k) for k in result.summary)
-    for key, value in result.summary.items():
-        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-        click.echo(f"  {key:<{width}}  {shown}")
+    print_run(workload, result, as_json)

@@ -46,8 +46,15 @@ def simulate(policy: str, placement: str | None, as_json: bool, out: Path | None
     result = _run(workload, policy, placement, not no_progress)
     if out is not None:
         write_results(out, summary=result.summary, records=result.records, samples=result.samples, meta=result.meta)
+    print_run(workload, result, as_json)
+    if out is not None and not as_json:
+        click.echo(f"results written to {out}")
+
+
+def print_run(workload: Workload, result: RunOutput, as_json: bool) -> None:
+    """One run's summary: strict JSON (NaN as null) or an aligned listing."""
     if as_json:
-        payload = {k: _strict(v) for k, v in result.summary.items()}
+        payload: dict[str, object] = {k: _strict(v) for k, v in result.summary.items()}
         payload["meta"] = result.meta
         click.echo(json.dumps(payload, indent=2, sort_keys=True))
         return
@@ -58,8 +65,6 @@ def simulate(policy: str, placement: str | None, as_json: bool, out: Path | None
     for key, value in result.summary.items():
         shown = f"{value:.4g}" if isinstance(value, float) else str(value)
         click.echo(f"  {key:<{width}}  {shown}")
-    if out is not None:
-        click.echo(f"results written to {out}")
 
 
 def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
