@@ -178,8 +178,7 @@ class SchedEnv(gym.Env):
 
     def _advance(self) -> bool:
         """Move to the next decision point with a feasible pick; True at the end of the episode."""
-        sim = self.sim
-        assert sim is not None
+        sim = self._require_sim()
         feat = self.featurizer
         while True:
             view = sim.next_view(skip_when_full=True)
@@ -203,8 +202,7 @@ class SchedEnv(gym.Env):
             sim.apply(Decisions())  # nothing fits: let time pass
 
     def _reward(self) -> float:
-        sim = self.sim
-        assert sim is not None
+        sim = self._require_sim()
         cfg = self.config
         samples = sim.samples
         area = 0.0
@@ -223,9 +221,13 @@ class SchedEnv(gym.Env):
         self._done_count = sim.finished_count
         return done / self._jobs
 
+    def _require_sim(self) -> Simulator:
+        if self.sim is None:
+            raise RuntimeError("the environment has no episode yet: call reset() before step()")
+        return self.sim
+
     def _avg_jct(self) -> float:
-        assert self.sim is not None
-        recs = self.sim.result().records
+        recs = self._require_sim().result().records
         ends = [r.end_time - r.submit_time for r in recs if r.end_time == r.end_time]
         return float(np.mean(ends)) if ends else float("nan")
 

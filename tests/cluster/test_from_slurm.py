@@ -84,7 +84,7 @@ gpus = 0
 
 @pytest.mark.parametrize("spec_text", [None, TESTCLUSTER_SPEC])
 def test_same_cluster_as_testcluster_configs(tmp_path: Path, spec_text: str | None) -> None:
-    """The colleague's renderer turns our TOML into Slurm files; reading them back gives the same cluster."""
+    """The test cluster's renderer turns our TOML into Slurm files; reading them back gives the same cluster."""
     tc = _testcluster_module()
     spec_path = REPO / "contrib" / "testcluster" / "cluster.toml"
     if spec_text is not None:
