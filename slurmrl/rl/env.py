@@ -187,15 +187,7 @@ class SchedEnv(gym.Env):
                 return True
             feat.absorb(view.finished)
             feat.sync_running(view.running)
-            window = feat.select(view.pending, view.pool)
-            obs = feat.observe(
-                view,
-                view.pool,
-                window,
-                pending_count=len(view.pending),
-                running_count=len(view.running),
-                allow_wait=self.config.allow_wait,
-            )
+            _, obs = feat.window_observation(view, view.pool, allow_wait=self.config.allow_wait)
             if obs.mask[:-1].any():
                 self._obs = obs
                 return False

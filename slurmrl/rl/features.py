@@ -237,6 +237,27 @@ class Featurizer:
             smallest += heapq.nsmallest(cfg.window - len(oldest) - len(smallest), others, key=key)
         return oldest + smallest
 
+    def window_observation(
+        self,
+        view: ClusterView,
+        pool: GpuPool,
+        *,
+        allow_wait: bool,
+        skip: set[str] | None = None,
+        started: int = 0,
+    ) -> tuple[list[JobView], Observation]:
+        """The window and its observation; ``started`` jobs of this pass count as running."""
+        window = self.select(view.pending, pool, skip)
+        obs = self.observe(
+            view,
+            pool,
+            window,
+            pending_count=len(view.pending) - started,
+            running_count=len(view.running) + started,
+            allow_wait=allow_wait,
+        )
+        return window, obs
+
     def observe(
         self,
         view: ClusterView,

@@ -203,15 +203,7 @@ class TopDRLPolicy:
         """The current window and its masked logits (last = wait); for inspection and tests."""
         feat = self._featurizer(view)
         feat.sync_running(view.running)
-        window = feat.select(view.pending, view.pool)
-        obs = feat.observe(
-            view,
-            view.pool,
-            window,
-            pending_count=len(view.pending),
-            running_count=len(view.running),
-            allow_wait=self.allow_wait,
-        )
+        window, obs = feat.window_observation(view, view.pool, allow_wait=self.allow_wait)
         return window, self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -232,19 +224,12 @@ class TopDRLPolicy:
         starts: list[Start] = []
         skip: set[str] = set()
         ranked_window: list[JobView] = []
-        pending_count, running_count = len(view.pending), len(view.running)
         while pool.total_free > 0:
-            window = feat.select(view.pending, pool, skip)
+            window, obs = feat.window_observation(
+                view, pool, allow_wait=self.allow_wait, skip=skip, started=len(started)
+            )
             if not window:
                 break
-            obs = feat.observe(
-                view,
-                pool,
-                window,
-                pending_count=pending_count - len(started),
-                running_count=running_count + len(started),
-                allow_wait=self.allow_wait,
-            )
             if not obs.mask[:k].any():
                 break
             logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
