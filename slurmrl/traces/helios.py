@@ -20,6 +20,7 @@ from slurmrl.traces.rows import (
     parse_count,
     parse_datetime,
     parse_float,
+    parse_id,
     read_text,
 )
 from slurmrl.traces.schema import Trace, TraceJob
@@ -50,9 +51,7 @@ def load(path: Path, display: str, skip_bad: bool) -> Trace:
     b = Builder(display, "helios", skip_bad)
     for row in csv_rows(read_text(path, display), display, REQUIRED):
         try:
-            job_id = row.get("job_id")
-            if not job_id:
-                raise RowError("empty job id", "job_id")
+            job_id = parse_id(row.get("job_id"))
             gpus = parse_count(row.get("gpu_num"), "gpu_num")
             submit = b.saw(_when(row.get("submit_time"), "submit_time"))
             duration_text = row.get("duration")

@@ -78,6 +78,12 @@ def read_text(path: Path, display: str) -> str:
 # ---------------------------------------------------------------- field parsers
 
 
+def parse_id(text: str | None, column: str = "job_id") -> str:
+    if not text:
+        raise RowError("empty job id", column)
+    return text
+
+
 def parse_float(text: str, column: str, *, minimum: float | None = 0.0) -> float:
     try:
         value = float(text)
@@ -249,4 +255,3 @@ def csv_rows(
             yield Row(values, index, reader.line_num)
     except csv.Error as exc:
         raise TraceError(f"malformed CSV: {exc}", file=display, line=reader.line_num) from None
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmrl.traces.rows import Builder, RowError, csv_rows, parse_count, parse_float, read_text
+from slurmrl.traces.rows import Builder, RowError, csv_rows, parse_count, parse_float, parse_id, read_text
 from slurmrl.traces.schema import Trace, TraceJob
 
 REQUIRED = ("job_id", "num_gpu", "submit_time", "duration")
@@ -20,9 +20,7 @@ def load(path: Path, display: str, skip_bad: bool, *, fmt: str = "tiresias") -> 
     b = Builder(display, fmt, skip_bad)
     for row in csv_rows(read_text(path, display), display, REQUIRED):
         try:
-            job_id = row.get("job_id")
-            if not job_id:
-                raise RowError("empty job id", "job_id")
+            job_id = parse_id(row.get("job_id"))
             gpus = parse_count(row.get("num_gpu"), "num_gpu")
             submit = parse_float(row.get("submit_time"), "submit_time")
             duration = parse_float(row.get("duration"), "duration")
