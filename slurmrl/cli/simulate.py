@@ -100,7 +100,7 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
     from slurmrl.sim.results import format_table, write_results, write_table_csv, write_table_json
 
     if policies is None:
-        pairs = [(n, None) for n in policy_names() if not policy_entry(n).target.startswith("slurmrl.rl")]
+        pairs = [(n, None) for n in policy_names() if not policy_entry(n).learned]
     else:
         pairs = parse_policy_list(policies)
     if placements:

@@ -51,4 +51,5 @@ register_policy(
     "topdrl", "slurmrl.rl.topdrl:make_topdrl",
     "TopDRL-style RL agent (CNN over the GPU grid) picks jobs; trained on Philly weeks 1-2",
     default_placement="topology",
+    learned=True,
 )

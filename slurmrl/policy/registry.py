@@ -23,6 +23,7 @@ class Entry:
     summary: str
     deployable: bool = True  # False: uses true durations, a bound only
     default_placement: str = "first-fit"
+    learned: bool = False  # a trained network (imports torch; not in compare's default set)
 
     def load(self) -> Callable[..., object]:
         module, _, attr = self.target.partition(":")
@@ -34,10 +35,16 @@ PLACEMENTS: dict[str, Entry] = {}
 
 
 def register_policy(
-    name: str, target: str, summary: str, *, deployable: bool = True, default_placement: str = "first-fit"
+    name: str,
+    target: str,
+    summary: str,
+    *,
+    deployable: bool = True,
+    default_placement: str = "first-fit",
+    learned: bool = False,
 ) -> None:
     """Register a policy factory ``f(placement: PlacementPolicy) -> Policy``."""
-    POLICIES[name] = Entry(name, target, summary, deployable, default_placement)
+    POLICIES[name] = Entry(name, target, summary, deployable, default_placement, learned)
 
 
 def register_placement(name: str, target: str, summary: str) -> None:
