@@ -64,7 +64,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slurmrl.cluster.model import Cluster, LinkTier, Placement
 from slurmrl.perf.links import DEFAULT_BANDWIDTHS, LinkBandwidths
@@ -238,22 +238,26 @@ class PerformanceModel:
         """
         if not neighbours:
             return 1.0
-        mine = self._footprint(placement)
+        terms = replace(self.job_terms(model, placement), placement_factor=1.0)
+        mine = set(terms.nodes)
+        # Loads as the simulator keeps them: every job's sensitivity, ours included.
         node_load: defaultdict[int, float] = defaultdict(float)
         rack_load: defaultdict[int, float] = defaultdict(float)
-        core_load = 0.0
+        for node in terms.nodes:
+            node_load[node] += terms.sensitivity
+        for rack in terms.racks:
+            rack_load[rack] += terms.sensitivity
+        core_load = terms.sensitivity if terms.crosses_core else 0.0
         for other_model, other_placement in neighbours:
-            theirs = self._footprint(other_placement)
-            sens = self.profile(other_model).interference_sensitivity
-            for node in theirs.node_gpus:
-                if node in mine.node_gpus:
-                    node_load[node] += sens
-            if theirs.multi_node:
-                for rack in theirs.racks:
-                    rack_load[rack] += sens
-                if theirs.tier == LinkTier.CROSS_RACK:
-                    core_load += sens
-        return self.interference_from_loads(model, placement, node_load, rack_load, core_load)
+            theirs = self.job_terms(other_model, other_placement)
+            for node in theirs.nodes:
+                if node in mine:
+                    node_load[node] += theirs.sensitivity
+            for rack in theirs.racks:
+                rack_load[rack] += theirs.sensitivity
+            if theirs.crosses_core:
+                core_load += theirs.sensitivity
+        return self.speed_from_loads(terms, node_load, rack_load, core_load)
 
     def job_terms(self, model: str, placement: Placement) -> JobTerms:
         """Everything about one running job that its speed needs, computed once.
@@ -271,64 +275,25 @@ class PerformanceModel:
             crosses_core=fp.multi_node and fp.tier == LinkTier.CROSS_RACK,
         )
 
-    def load_of(self, model: str, placement: Placement) -> tuple[float, tuple[int, ...], tuple[int, ...], bool]:
-        """What a running job adds to the shared loads (see :meth:`job_terms`)."""
-        t = self.job_terms(model, placement)
-        return t.sensitivity, t.nodes, t.racks, t.crosses_core
-
-    def interference_from_loads(
-        self,
-        model: str,
-        placement: Placement,
+    @staticmethod
+    def speed_from_loads(
+        terms: JobTerms,
         node_load: Sequence[float] | defaultdict[int, float],
         rack_load: Sequence[float] | defaultdict[int, float],
         core_load: float,
-        *,
-        includes_self: bool = False,
     ) -> float:
-        """Interference from summed neighbour sensitivities, O(nodes of the job).
+        """:meth:`speed` from summed sensitivities that include the job itself.
 
-        ``node_load[n]`` is the sum of the sensitivities of the jobs on node
-        n, ``rack_load[r]`` that of the multi-node jobs touching rack r, and
-        ``core_load`` that of the jobs crossing racks (lists indexed by node and
-rack, or defaultdicts); with ``includes_self``
-        the job's own share is subtracted first. Each co-located job costs a
-        factor ``exp(-NODE_CONTENTION * s_self * s_other)`` (about
-        ``1 - NODE_CONTENTION * s_self * s_other`` for one neighbour); the
-        most crowded node sets the pace of a synchronous job; multi-node
+        ``node_load[n]`` sums the sensitivities of the jobs on node n,
+        ``rack_load[r]`` those of the multi-node jobs touching rack r and
+        ``core_load`` those of the jobs crossing racks. Each co-located job
+        costs a factor ``exp(-NODE_CONTENTION * s_self * s_other)`` (about
+        ``1 - NODE_CONTENTION * s_self * s_other`` for one neighbour), the
+        most crowded node setting the pace of a synchronous job; multi-node
         jobs also lose ``NETWORK_CONTENTION`` per neighbour on a shared rack
-        switch or on the core.
+        switch or on the core. O(nodes of the job), no cache lookups: this is
+        the simulator's hot path.
         """
-        mine = self._footprint(placement)
-        own = self.profile(model).interference_sensitivity
-        if own <= 0.0:
-            return 1.0
-        own_share = own if includes_self else 0.0
-        worst = 0.0
-        for node in mine.node_gpus:
-            load = node_load[node]
-            if load - own_share > worst:
-                worst = load - own_share
-        exponent = NODE_CONTENTION * own * worst
-        if mine.multi_node:
-            net = 0.0
-            for rack in mine.racks:
-                load = rack_load[rack] - own_share
-                if load > 0.0:
-                    net += load
-            if mine.tier == LinkTier.CROSS_RACK:
-                net += max(0.0, core_load - own_share)
-            exponent += NETWORK_CONTENTION * own * net
-        if exponent <= 0.0:
-            return 1.0
-        return max(INTERFERENCE_FLOOR, math.exp(-exponent))
-
-    @staticmethod
-    def speed_from_loads(
-        terms: JobTerms, node_load: Sequence[float], rack_load: Sequence[float], core_load: float
-    ) -> float:
-        """:meth:`speed` from loads that include the job itself; same formula as
-        :meth:`interference_from_loads`, on precomputed terms."""
         own = terms.sensitivity
         if own <= 0.0:
             return terms.placement_factor

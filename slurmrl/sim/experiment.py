@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from slurmrl import __version__
 from slurmrl.cluster.model import Cluster
@@ -152,7 +152,3 @@ def run_policy(
         "version": __version__,
     }
     return RunOutput(summary, result.records, result.samples, meta)
-
-
-def with_seed(workload: Workload, seed: int) -> Workload:
-    return replace(workload, seed=seed)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
 
 import pytest
 from hypothesis import given, settings
@@ -58,32 +57,6 @@ def test_each_extra_neighbour_costs_more() -> None:
     one = [("resnet50", Placement.of([(0, [1])]))]
     two = [*one, ("resnet50", Placement.of([(0, [2, 3])]))]
     assert PM.interference_factor("resnet50", mine, two) < PM.interference_factor("resnet50", mine, one) < 1.0
-
-
-def test_loads_agree_with_neighbour_lists() -> None:
-    """The simulator's incremental sums give the same factor as the neighbour list."""
-    mine = Placement.of([(0, range(4)), (1, range(4))])
-    others = [("vgg16", Placement.of([(0, range(4, 8))])), ("bert", Placement.of([(1, [4])]))]
-    node_load: dict[int, float] = {}
-    for model, placement in [("resnet50", mine), *others]:
-        sens, nodes, _, _ = PM.load_of(model, placement)
-        for node in nodes:
-            node_load[node] = node_load.get(node, 0.0) + sens
-    direct = PM.interference_factor("resnet50", mine, others)
-    summed = PM.interference_from_loads(
-        "resnet50", mine, defaultdict(float, node_load), defaultdict(float), 0.0, includes_self=True
-    )
-    assert summed == pytest.approx(direct)
-
-
-def test_multi_node_jobs_contend_on_shared_rack_switch() -> None:
-    mine = Placement.of([(0, range(4)), (1, range(4))])
-    other = Placement.of([(0, range(4, 8)), (1, range(4, 8))])
-    far = Placement.of([(2, range(4)), (3, range(4))])
-    shared = PM.interference_factor("bert", mine, [("bert", other)])
-    node_only = math.exp(-NODE_CONTENTION * MODELS["bert"].interference_sensitivity ** 2)
-    assert shared < node_only
-    assert PM.interference_factor("bert", mine, [("bert", far)]) == 1.0
 
 
 @settings(max_examples=200, deadline=None)
