@@ -43,6 +43,16 @@ class Ranking:
         """Re-key every pending job at the next :meth:`order` (the keys' inputs changed)."""
         self._force = True
 
+    def job(self, job_id: str) -> JobView | None:
+        """The tracked pending job with this id, if any."""
+        key = self._key_of.get(job_id)
+        if key is None:
+            return None
+        i = bisect.bisect_left(self._keys, key)
+        if i < len(self._keys) and self._keys[i] == key:
+            return self._jobs[i]
+        return None
+
     def started(self, job_ids: Iterable[str]) -> None:
         self._gone.extend(job_ids)
 
