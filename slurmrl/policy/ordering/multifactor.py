@@ -35,7 +35,7 @@ import numpy as np
 
 from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.base import PlacementPolicy
-from slurmrl.policy.ordering.ranking import Ranking
+from slurmrl.policy.ordering.ranking import Ranked, Ranking
 from slurmrl.policy.view import ClusterView, JobView
 
 DAY = 86400.0
@@ -66,14 +66,15 @@ class MultifactorOrdering:
         if self.config.fairshare_by not in ("group", "user"):
             raise ValueError(f"fairshare_by must be 'group' or 'user', not {self.config.fairshare_by!r}")
         self._account = attrgetter(self.config.fairshare_by)
-        self._ranking = Ranking(self.priority_keys)
+        self._ranking = Ranking(self._columns, self._keys, width=2)
         self._usage: dict[str, float] = {}  # decayed GPU-seconds per account, as of _usage_time
         self._usage_time: float | None = None
         self._fresh: dict[str, float] = {}  # usage of jobs that ended since the last calculation
         self._running: dict[str, tuple[str, int, float]] = {}  # job -> (account, GPUs, start)
         self._running_gpus: dict[str, int] = {}  # GPUs in use per account
-        self._accounts: set[str] = set()
+        self._accounts: dict[str, int] = {}  # every account seen -> its number
         self.fairshare = _FairshareTable()
+        self._fs = np.ones(0)  # fair-share factor by account number
         self._next_calc = -np.inf
         self._total_gpus = 1
         self._now = 0.0
@@ -129,9 +130,8 @@ class MultifactorOrdering:
         for acct, used in self._fresh.items():
             self._usage[acct] = max(0.0, self._usage.get(acct, 0.0) + used)
         self._fresh.clear()
-        self._accounts.update(self._usage)
-        self._accounts.update(self._running_gpus)
-        self._accounts.update(map(self._account, view.pending))
+        for acct in (*self._usage, *self._running_gpus):
+            self._account_number(acct)
         total = sum(self._usage.values())
         shares = 1.0 / max(1, len(self._accounts))
         table = _FairshareTable()
@@ -139,41 +139,44 @@ class MultifactorOrdering:
             used = self._usage.get(acct, 0.0) / total if total > 0 else 0.0
             table[acct] = 2.0 ** (-used / shares)
         self.fairshare = table
+        self._fs = np.fromiter(table.values(), dtype=float, count=len(table))
+
+    def _account_number(self, acct: str) -> int:
+        number = self._accounts.get(acct)
+        if number is None:
+            number = self._accounts[acct] = len(self._accounts)
+        return number
 
     # -- priorities ---------------------------------------------------------------------
 
+    def _columns(self, job: JobView) -> tuple[float, float]:
+        return (job.gpus, self._account_number(self._account(job)))
+
+    def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
+        """Negated priorities of ranking rows (submit, GPUs, account number)."""
+        cfg = self.config
+        age = np.clip((now - rows[:, 0]) / cfg.max_age, 0.0, 1.0) if cfg.max_age > 0 else 1.0
+        size = np.minimum(1.0, rows[:, 1] / self._total_gpus)
+        if cfg.favor_small:
+            size = 1.0 - size
+        accounts = rows[:, 2].astype(np.int64)
+        # Accounts first seen after the last calculation have no usage yet: factor 1.
+        fs = np.ones(accounts.size)
+        known = accounts < self._fs.size
+        fs[known] = self._fs[accounts[known]]
+        return -(cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs)
+
     def priorities(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
         """Slurm priority of each job under the current factors (higher runs first)."""
-        cfg, n = self.config, len(jobs)
-        self._accounts.update(map(self._account, jobs))
-        if n <= 4:  # arrivals come one or two at a time: plain arithmetic beats numpy here
-            return np.array([self._priority(j, now) for j in jobs], dtype=float)
-        submit = np.fromiter(map(attrgetter("submit_time"), jobs), dtype=float, count=n)
-        gpus = np.fromiter(map(attrgetter("gpus"), jobs), dtype=float, count=n)
-        fs = np.fromiter(map(self.fairshare.__getitem__, map(self._account, jobs)), dtype=float, count=n)
-        age = np.clip((now - submit) / cfg.max_age, 0.0, 1.0) if cfg.max_age > 0 else np.ones(n)
-        size = np.minimum(1.0, gpus / self._total_gpus)
-        if cfg.favor_small:
-            size = 1.0 - size
-        return cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs
+        rows = np.array([(j.submit_time, *self._columns(j)) for j in jobs], dtype=float).reshape(-1, 3)
+        return -self._keys(rows, now)
 
-    def _priority(self, job: JobView, now: float) -> float:
-        cfg = self.config
-        age = min(1.0, max(0.0, (now - job.submit_time) / cfg.max_age)) if cfg.max_age > 0 else 1.0
-        size = min(1.0, job.gpus / self._total_gpus)
-        if cfg.favor_small:
-            size = 1.0 - size
-        fs = self.fairshare[self._account(job)]
-        return cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs
-
-    def priority_keys(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
-        return -self.priorities(jobs, now)
-
-    def order(self, view: ClusterView) -> list[JobView]:
+    def order(self, view: ClusterView) -> Ranked:
         self._total_gpus = max(1, view.cluster.total_gpus)
         self._now = view.now
         self._collect_finished(view)
         self._resync_running(view)
+        self._ranking.absorb(view)  # registers new jobs' accounts before fair-share is computed
         if view.now >= self._next_calc:
             self.recalculate(view)
             self._next_calc = view.now + self.config.calc_period

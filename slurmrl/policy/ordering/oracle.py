@@ -14,7 +14,7 @@ import numpy as np
 from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
-from slurmrl.policy.ordering.ranking import Ranking
+from slurmrl.policy.ordering.ranking import Ranked, Ranking
 from slurmrl.policy.view import ClusterView, JobView
 
 # SRTF churn bounds (our choices): a running job is only displaced by a job
@@ -42,12 +42,9 @@ class SjfOrdering(_Durations):
 
     def __init__(self) -> None:
         super().__init__()
-        self._ranking = Ranking(self._keys)
+        self._ranking = Ranking(lambda job: (self.duration(job),), lambda rows, now: rows[:, 1], width=1)
 
-    def _keys(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
-        return np.array([self.duration(j) for j in jobs], dtype=float)
-
-    def order(self, view: ClusterView) -> list[JobView]:
+    def order(self, view: ClusterView) -> Ranked:
         return self._ranking.order(view)
 
     def started(self, job_ids: Sequence[str]) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.base import PlacementPolicy
-from slurmrl.policy.ordering.ranking import Ranking
+from slurmrl.policy.ordering.ranking import Ranked, Ranking
 from slurmrl.policy.view import ClusterView, FinishedJob, JobView
 
 USER_WINDOW = 32  # recent jobs kept per (user, bucket) and per user (our choice)
@@ -76,26 +76,48 @@ class DurationEstimator:
         value = self._median[key] = statistics.median(runs)
         return value
 
-    def estimate(self, job: JobView) -> float:
-        for i, (key, _) in enumerate(self._keys(job.user, gpu_bucket(job.gpus))):
+    def from_history(self, user: str, bucket: int) -> float | None:
+        """Median run time for this user and size bucket, by the fallback chain; None without history."""
+        for i, (key, _) in enumerate(self._keys(user, bucket)):
             found = self._lookup(key, MIN_USER_SAMPLES if i < 2 else 1)
             if found is not None:
                 return found
-        if job.time_limit is not None and job.time_limit > 0:
-            return job.time_limit / 2
-        return PRIOR_SECONDS
+        return None
+
+    def estimate(self, job: JobView) -> float:
+        found = self.from_history(job.user, gpu_bucket(job.gpus))
+        return found if found is not None else prior_estimate(job.time_limit)
+
+
+def prior_estimate(time_limit: float | None) -> float:
+    """Estimate for a job with no history at all: half its time limit."""
+    if time_limit is not None and time_limit > 0:
+        return time_limit / 2
+    return PRIOR_SECONDS
 
 
 class QssfOrdering:
     def __init__(self) -> None:
         self.estimator = DurationEstimator()
-        self._ranking = Ranking(self._keys, period=REKEY_PERIOD)
+        self._ranking = Ranking(self._columns, self._keys, width=3, period=REKEY_PERIOD)
+        self._groups: dict[tuple[str, int], int] = {}  # (user, size bucket) -> number
 
-    def _keys(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
-        est = self.estimator.estimate
-        return np.array([est(j) * j.gpus for j in jobs], dtype=float)
+    def _columns(self, job: JobView) -> tuple[float, float, float]:
+        group = (job.user, gpu_bucket(job.gpus))
+        number = self._groups.setdefault(group, len(self._groups))
+        return (job.gpus, number, prior_estimate(job.time_limit))
 
-    def order(self, view: ClusterView) -> list[JobView]:
+    def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
+        """Estimated GPU time of ranking rows (submit, GPUs, user-bucket number, prior)."""
+        groups = rows[:, 2].astype(np.int64)
+        present, inverse = np.unique(groups, return_inverse=True)
+        names = list(self._groups)
+        learned = [self.estimator.from_history(*names[g]) for g in present.tolist()]
+        est = np.array([np.nan if x is None else x for x in learned], dtype=float)[inverse]
+        est = np.where(np.isnan(est), rows[:, 3], est)
+        return est * rows[:, 1]
+
+    def order(self, view: ClusterView) -> Ranked:
         for done in view.finished:
             self.estimator.learn(done)
         return self._ranking.order(view)
