@@ -189,10 +189,7 @@ class Ranking:
         self._force = False
         if self.period is not None:
             self._next_rekey = now + self.period
-        live = self._order[self._alive[self._order]]
-        extra = [x[2] for x in self._extra if self._alive[x[2]]]
-        fresh = [s for s in self._new if self._alive[s]]
-        seqs = np.unique(np.concatenate([live, np.asarray(extra + fresh, dtype=np.int64)]))
+        seqs = np.flatnonzero(self._alive)
         rows = self._table[seqs]
         keys = np.asarray(self._key_fn(rows, now), dtype=float)
         idx = np.lexsort((seqs, rows[:, 0], keys))
