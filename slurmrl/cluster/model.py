@@ -67,11 +67,14 @@ class Placement:
 
     allocs: tuple[NodeAlloc, ...]
     # Placements key the performance model's caches on every co-location
-    # change; hashing the nested tuples each time dominated simulation time.
+    # change, and the simulator reads their nodes at every start and stop;
+    # both are computed once here.
     _hash: int = field(init=False, repr=False, compare=False)
+    nodes: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash(self.allocs))
+        object.__setattr__(self, "nodes", tuple(a.node for a in self.allocs))
 
     def __hash__(self) -> int:
         return self._hash
@@ -79,10 +82,6 @@ class Placement:
     @property
     def num_gpus(self) -> int:
         return sum(len(a.gpus) for a in self.allocs)
-
-    @property
-    def nodes(self) -> tuple[int, ...]:
-        return tuple(a.node for a in self.allocs)
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[int, Iterable[int]]]) -> Placement:

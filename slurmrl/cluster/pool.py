@@ -125,10 +125,19 @@ class GpuPool:
         return np.flatnonzero(self.free[node]).tolist()
 
     def readonly(self) -> GpuPool:
-        """A copy whose arrays refuse writes: what a policy's view exposes."""
-        ro = self.copy()
+        """This pool's state behind arrays that refuse writes: what a policy's view exposes.
+
+        The arrays are views of this pool's, not copies (a copy per decision
+        was a measurable share of a replay), so the result describes the pool
+        until its owner next changes it: a policy reads it during one decision
+        and calls :meth:`copy` for anything it keeps or edits.
+        """
+        ro = GpuPool.__new__(GpuPool)
+        ro.cluster = self.cluster
+        ro.free, ro.free_count, ro.rack_free = (a.view() for a in (self.free, self.free_count, self.rack_free))
         for arr in (ro.free, ro.free_count, ro.rack_free):
             arr.setflags(write=False)
+        ro.total_free, ro.partial_free = self.total_free, self.partial_free
         return ro
 
     def fragmentation(self) -> float:

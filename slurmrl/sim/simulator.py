@@ -300,7 +300,7 @@ class Simulator:
         if math.isnan(run.first_start):
             run.first_start = now
             run.first_placement = placement
-        view = replace(run.view, start_time=now, placement=placement)
+        view = run.view.running(now, placement)
         run.view = view
         self.running[job_id] = view
         self._add_load(job_id, run, placement)

@@ -29,9 +29,13 @@ class ClusterTables:
     island_node: np.ndarray  # node of each cluster-wide island (spare bin -> node 0)
     max_island: int  # GPUs in the largest island
     type_masks: dict[str, np.ndarray]
+    # [rack, slot] node index, nodes in index order, padded with len(nodes)
+    # (index a per-node array extended by one zero to read the padding as empty).
+    rack_nodes: np.ndarray
 
 
 _TABLES: dict[int, tuple[Cluster, ClusterTables]] = {}
+_NO_FIT = np.iinfo(np.int32).max  # sort key of a node that cannot host the job
 
 
 def tables(cluster: Cluster) -> ClusterTables:
@@ -58,10 +62,14 @@ def tables(cluster: Cluster) -> ClusterTables:
     island_node = np.append(np.repeat(np.arange(n), per_node), 0)
     sizes = np.bincount(global_island.ravel(), minlength=total + 1)[:total]
     max_island = int(sizes.max()) if total else 0
-    for arr in (global_island, island_node):
+    width_r = max((len(r.nodes) for r in cluster.racks), default=0)
+    rack_nodes = np.full((len(cluster.racks), width_r), n, dtype=np.int64)
+    for rack in cluster.racks:
+        rack_nodes[rack.index, : len(rack.nodes)] = sorted(rack.nodes)
+    for arr in (global_island, island_node, rack_nodes):
         arr.setflags(write=False)
     result = ClusterTables(
-        island_of, n_isl > 1, flat, global_island, island_node, max_island, types
+        island_of, n_isl > 1, flat, global_island, island_node, max_island, types, rack_nodes
     )
     _TABLES[id(cluster)] = (cluster, result)
     return result
@@ -89,14 +97,19 @@ def pick_in_node(pool: GpuPool, node: int, need: int) -> list[int]:
     islands stay whole for later jobs); otherwise islands are filled largest
     free first. A single GPU needs no NVLink, so it takes the first free one.
     """
-    free = np.flatnonzero(pool.free[node])
+    row = pool.free[node]
+    if need == 1:
+        return [int(row.argmax())]
+    free = np.flatnonzero(row)
     tab = tables(pool.cluster)
-    if need >= free.size or need == 1 or tab.flat[node]:
+    if need >= free.size or tab.flat[node]:
         return free[:need].tolist()
     isl = tab.island_of[node, free]
-    ids, counts = np.unique(isl, return_counts=True)
+    per_island = np.bincount(isl)
+    ids = np.flatnonzero(per_island)
     if ids.size == 1:
         return free[:need].tolist()
+    counts = per_island[ids]
     fits = counts >= need
     if fits.any():
         best = ids[fits][np.argmin(counts[fits])]
@@ -113,10 +126,9 @@ def pick_in_node(pool: GpuPool, node: int, need: int) -> list[int]:
 def best_fit_node(pool: GpuPool, mask: np.ndarray, need: int) -> int:
     """Index of the eligible node with the fewest free GPUs that still fit ``need``; -1 if none."""
     counts = pool.free_count
-    cand = np.flatnonzero(mask & (counts >= need))
-    if cand.size == 0:
-        return -1
-    return int(cand[np.argmin(counts[cand])])
+    key = np.where(mask & (counts >= need), counts, _NO_FIT)
+    node = int(key.argmin())
+    return node if key[node] != _NO_FIT else -1
 
 
 def fewest_nodes(pool: GpuPool, nodes: np.ndarray, need: int) -> list[tuple[int, int]] | None:
@@ -124,25 +136,26 @@ def fewest_nodes(pool: GpuPool, nodes: np.ndarray, need: int) -> list[tuple[int,
 
     Fullest-free nodes are taken first, and the last share goes to the node
     with the fewest free GPUs that still covers it, so the leftover slivers are
-    as small as the node count allows.
+    as small as the node count allows. Ties go to the node listed first. Plain
+    Python: ``nodes`` is a rack or a cluster's worth, and numpy's per-call cost
+    would dominate at that size.
     """
-    if nodes.size == 0:
+    ids = nodes.tolist()
+    free = pool.free_count[nodes].tolist()
+    order = sorted(range(len(ids)), key=free.__getitem__, reverse=True)
+    if sum(free) < need:
         return None
-    free = pool.free_count[nodes]
-    order = np.argsort(-free, kind="stable")
-    sorted_free = free[order]
-    cum = np.cumsum(sorted_free)
-    if cum[-1] < need:
-        return None
-    k = int(np.searchsorted(cum, need))  # nodes[order[:k+1]] cover need
-    head = [(int(nodes[i]), int(free[i])) for i in order[:k].tolist()]
-    remainder = need - (int(cum[k - 1]) if k else 0)
-    rest = order[k:]
-    rest_free = free[rest]
-    ok = rest_free >= remainder
-    last = int(rest[ok][np.argmin(rest_free[ok])])
-    head.append((int(nodes[last]), remainder))
-    return head
+    shares: list[tuple[int, int]] = []
+    left = need
+    for k, i in enumerate(order):
+        if free[i] >= left:
+            # The last share: the smallest node, from here on, that still covers it.
+            best = min(order[k:], key=lambda j: (free[j] < left, free[j]))
+            shares.append((ids[best], left))
+            return shares
+        shares.append((ids[i], free[i]))
+        left -= free[i]
+    return None
 
 
 def build(pool: GpuPool, shares: list[tuple[int, int]], job: JobView) -> Placement | None:

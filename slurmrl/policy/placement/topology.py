@@ -48,48 +48,39 @@ def _one_island(job: JobView, pool: GpuPool, mask: np.ndarray) -> Placement | No
 
 def _one_rack(job: JobView, pool: GpuPool, mask: np.ndarray) -> list[tuple[int, int]] | None:
     """Fewest nodes inside one rack; ties go to the rack with the least eligible free capacity."""
-    nodes = np.flatnonzero(mask)
-    if nodes.size == 0:
+    tab = tables(pool.cluster)
+    free = np.append(np.where(mask, pool.free_count, 0), 0)[tab.rack_nodes]  # [rack, slot]
+    cum = np.cumsum(-np.sort(-free, axis=1), axis=1)
+    fits = cum[:, -1] >= job.gpus
+    if not fits.any():
         return None
-    racks = pool.cluster.node_rack[nodes]
-    free = pool.free_count[nodes].astype(np.int64)
-    order = np.lexsort((-free, racks))
-    racks, free, nodes = racks[order], free[order], nodes[order]
-    starts = np.flatnonzero(np.r_[True, racks[1:] != racks[:-1]])
-    cum = np.cumsum(free)
-    base = np.r_[0, cum[starts[1:] - 1]] if starts.size > 1 else np.zeros(1, dtype=np.int64)
-    seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, nodes.size]))
-    within = cum - base[seg]
-    pos = np.arange(nodes.size) - starts[seg]
-    k = np.minimum.reduceat(np.where(within >= job.gpus, pos, _BIG), starts)
-    if int(k.min()) == _BIG:
-        return None
-    rack_total = np.add.reduceat(free, starts)
-    best = int(np.lexsort((rack_total, k))[0])
-    lo = int(starts[best])
-    hi = int(starts[best + 1]) if best + 1 < starts.size else nodes.size
-    return fewest_nodes(pool, np.sort(nodes[lo:hi]), job.gpus)
+    needed = (cum < job.gpus).sum(axis=1)  # nodes beyond the first that the rack needs
+    key = np.where(fits, needed, _BIG)
+    best = int(np.lexsort((cum[:, -1], key))[0])
+    nodes = tab.rack_nodes[best]
+    return fewest_nodes(pool, nodes[np.append(mask, False)[nodes]], job.gpus)
 
 
 def _fewest_racks(job: JobView, pool: GpuPool, mask: np.ndarray) -> list[tuple[int, int]] | None:
     nodes = np.flatnonzero(mask)
     if nodes.size == 0:
         return None
+    n_racks = len(pool.cluster.racks)
     rack_free = np.bincount(
-        pool.cluster.node_rack[nodes], weights=pool.free_count[nodes], minlength=len(pool.cluster.racks)
+        pool.cluster.node_rack[nodes], weights=pool.free_count[nodes], minlength=n_racks
     ).astype(np.int64)
     order = np.argsort(-rack_free, kind="stable")
     cum = np.cumsum(rack_free[order])
     if cum[-1] < job.gpus:
         return None
     r = int(np.searchsorted(cum, job.gpus))
-    chosen = order[:r].tolist()
+    chosen = np.zeros(n_racks, dtype=bool)
+    chosen[order[:r]] = True
     remainder = job.gpus - (int(cum[r - 1]) if r else 0)
     rest = order[r:]
     ok = rest[rack_free[rest] >= remainder]
-    chosen.append(int(ok[np.argmin(rack_free[ok])]))
-    in_racks = np.isin(pool.cluster.node_rack[nodes], chosen)
-    return fewest_nodes(pool, nodes[in_racks], job.gpus)
+    chosen[ok[np.argmin(rack_free[ok])]] = True
+    return fewest_nodes(pool, nodes[chosen[pool.cluster.node_rack[nodes]]], job.gpus)
 
 
 class Topology:
