@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, Featurizer, ObsConfig
-from slurmrl.rl.network import NetConfig, TopDRLNet, masked_logits
+from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.network import NetConfig, TopDRLNet
 
 CHECKPOINT_FORMAT = "slurmrl-topdrl"
 CHECKPOINT_VERSION = 1
@@ -147,10 +147,6 @@ def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
     )
 
 
-def _tensor(obs_jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray) -> tuple[torch.Tensor, ...]:
-    return (torch.from_numpy(obs_jobs)[None], torch.from_numpy(grid)[None], torch.from_numpy(glob)[None])
-
-
 class TopDRLPolicy:
     """Deterministic job picker over a trained network, with a placement for the GPUs."""
 
@@ -167,6 +163,9 @@ class TopDRLPolicy:
     ) -> None:
         self.name = name
         self.net = net.eval()
+        # Decisions run on a numpy copy of the weights taken now (see
+        # slurmrl.rl.inference): a policy is a fixed function of its checkpoint.
+        self._infer = NumpyTopDRL(net.cfg, {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()})
         self.obs_config = obs
         self.placement = placement
         self.allow_wait = allow_wait
@@ -207,10 +206,7 @@ class TopDRLPolicy:
         return window, self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            logits, _ = self.net(*_tensor(jobs, grid, glob))
-            out = masked_logits(logits, torch.from_numpy(mask)[None])
-        return out[0].numpy()
+        return self._infer.logits(jobs, grid, glob, mask)
 
     def decide(self, view: ClusterView) -> Decisions:
         feat = self._featurizer(view)
