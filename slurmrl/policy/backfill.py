@@ -201,7 +201,8 @@ class EasyBackfill(OrderedScheduler):
                 outside = pool.copy()
                 if reserved is not None and reserved.any():
                     outside.allocate(_as_placement(reserved & outside.free))
-            if now + limit_of(job) <= shadow:
+            limit = job.time_limit
+            if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
                 placement = self.placement.place(job, pool, view)
             elif job.gpus <= outside.total_free:
                 placement = self.placement.place(job, outside, view)
