@@ -101,17 +101,21 @@ class QssfOrdering:
         self.estimator = DurationEstimator()
         self._ranking = Ranking(self._columns, self._keys, width=3, period=REKEY_PERIOD)
         self._groups: dict[tuple[str, int], int] = {}  # (user, size bucket) -> number
+        self._group_list: list[tuple[str, int]] = []  # by number
 
     def _columns(self, job: JobView) -> tuple[float, float, float]:
         group = (job.user, gpu_bucket(job.gpus))
-        number = self._groups.setdefault(group, len(self._groups))
+        number = self._groups.get(group)
+        if number is None:
+            number = self._groups[group] = len(self._group_list)
+            self._group_list.append(group)
         return (job.gpus, number, prior_estimate(job.time_limit))
 
     def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
         """Estimated GPU time of ranking rows (submit, GPUs, user-bucket number, prior)."""
         groups = rows[:, 2].astype(np.int64)
         present, inverse = np.unique(groups, return_inverse=True)
-        names = list(self._groups)
+        names = self._group_list
         learned = [self.estimator.from_history(*names[g]) for g in present.tolist()]
         est = np.array([np.nan if x is None else x for x in learned], dtype=float)[inverse]
         est = np.where(np.isnan(est), rows[:, 3], est)

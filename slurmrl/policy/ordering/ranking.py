@@ -113,10 +113,6 @@ class Ranking:
                 self._alive[seq] = False
                 self._count -= 1
 
-    def columns(self, seqs: np.ndarray) -> np.ndarray:
-        """Rows of the given arrival numbers (column 0: submit time)."""
-        return self._table[seqs]
-
     def absorb(self, view: ClusterView) -> None:
         """Track the jobs that arrived since the last call, reading their columns.
 
