@@ -85,3 +85,19 @@ def test_ranking_reads_each_job_once_and_rekeys_in_one_call() -> None:
     assert calls == [500] and ranking.rebuilds == 1  # nothing new, no period: nothing recomputed
     ranking.order(ClusterView(400.0, CLUSTER, POOL, pending.values(), ()))
     assert calls == [500, 500] and ranking.rebuilds == 2 and len(read) == 500
+
+
+def test_a_reused_job_id_is_a_new_arrival_but_a_requeued_job_keeps_its_place() -> None:
+    ranking = Ranking(lambda job: (0.0,), lambda rows, now: rows[:, 1], width=1)  # all keys tie
+
+    def order(now: float, *jobs: JobView) -> list[str]:
+        return [j.job_id for j in ranking.order(ClusterView(now, CLUSTER, POOL, jobs, ()))]
+
+    old5, j6 = JobView("5", 1, 100.0), JobView("6", 1, 100.0)
+    assert order(110.0, old5, j6) == ["5", "6"]
+    # A controller restarted from an old state forgot jobs 5-7 and numbers new ones from 5 again:
+    # the new job 5 was submitted after job 7, so it queues behind it.
+    j7, new5 = JobView("7", 1, 400.0), JobView("5", 1, 500.0)
+    assert order(600.0, j7, new5) == ["7", "5"]
+    # A requeued job (same id, same submit time, a new view) keeps its place among equals.
+    assert order(700.0, j7, replace(new5, preemptions=1), JobView("8", 1, 300.0)) == ["8", "7", "5"]

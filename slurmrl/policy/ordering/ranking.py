@@ -153,6 +153,15 @@ class Ranking:
 
     def _add(self, job: JobView) -> int:
         seq = self._seq.get(job.job_id)
+        if seq is not None and self._table[seq, 0] != job.submit_time:
+            # Another job under a known id (a controller that lost its state
+            # hands ids out again): a new arrival, which must not win ties on
+            # the arrival number of the old one. A requeued job keeps its
+            # submit time, and its place among equals, as under Slurm.
+            if self._alive[seq]:
+                self._alive[seq] = False
+                self._count -= 1
+            seq = None
         if seq is None:
             seq = self._seq[job.job_id] = len(self._views)
             self._views.append(job)
