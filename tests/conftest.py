@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+
+from slurmrl.slurm.snapshot import Snapshot
+
+RECORDED_22_05 = Path(__file__).resolve().parent / "slurm" / "fixtures" / "v22.05"
 
 
 def slurm_cluster_up() -> bool:
@@ -30,3 +37,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="no Slurm test cluster (set SLURM_CONF; see contrib/testcluster)")
     for item in wanted:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def recorded_snapshot() -> Callable[..., Snapshot]:
+    """Builds the snapshot recorded on the 22.05 test cluster, with fields replaced as asked."""
+    from slurmrl.cluster.from_slurm import load_slurm_cluster
+    from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
+
+    def make(**changes: object) -> Snapshot:
+        snap = Snapshot(
+            time=1795321710.0,
+            version="22.05.8",
+            nodes=parse_nodes_json((RECORDED_22_05 / "sinfo.json").read_text()),
+            jobs=parse_squeue_json((RECORDED_22_05 / "squeue.json").read_text()),
+            cluster=load_slurm_cluster(RECORDED_22_05 / "conf" / "slurm.conf"),
+            source="test",
+        )
+        return replace(snap, **changes)
+
+    return make

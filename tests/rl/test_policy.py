@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from slurmrl.cluster.from_slurm import load_slurm_cluster
 from slurmrl.errors import PolicyError
 from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.registry import make_policy, policy_entry
@@ -18,8 +17,6 @@ from slurmrl.rl.env import trace_workload
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint, shipped_policy_dir
 from slurmrl.sim.simulator import Simulator
-from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
-from slurmrl.slurm.snapshot import Snapshot
 from slurmrl.traces.schema import Trace, TraceJob
 
 FIX = Path(__file__).resolve().parents[1] / "slurm" / "fixtures" / "v22.05"
@@ -87,17 +84,9 @@ def test_every_start_is_feasible_and_order_covers_the_queue() -> None:
     assert sim.finished_count == len(wl.trace.jobs)
 
 
-def test_shipped_policy_runs_on_a_recorded_slurm_snapshot() -> None:
+def test_shipped_policy_runs_on_a_recorded_slurm_snapshot(recorded_snapshot) -> None:
     assert policy_entry("topdrl").deployable
-    cluster = load_slurm_cluster(FIX / "conf" / "slurm.conf")
-    snap = Snapshot(
-        time=1795321710.0,
-        version="22.05.8",
-        nodes=parse_nodes_json((FIX / "sinfo.json").read_text()),
-        jobs=parse_squeue_json((FIX / "squeue.json").read_text()),
-        cluster=cluster,
-        source="test",
-    )
+    snap = recorded_snapshot()
     view = snap.to_view()
     policy = make_policy("topdrl")
     decisions = policy.decide(view)

@@ -6,35 +6,19 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from slurmrl.cluster.from_slurm import load_slurm_cluster
 from slurmrl.slurm.parse_gres import GresItem
-from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
-from slurmrl.slurm.snapshot import Snapshot
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "v22.05"
 
 
-def _snapshot(**changes) -> Snapshot:
-    cluster = load_slurm_cluster(FIX / "conf" / "slurm.conf")
-    snap = Snapshot(
-        time=1795321710.0,
-        version="22.05.8",
-        nodes=parse_nodes_json((FIX / "sinfo.json").read_text()),
-        jobs=parse_squeue_json((FIX / "squeue.json").read_text()),
-        cluster=cluster,
-        source="test",
-    )
-    return replace(snap, **changes)
-
-
-def test_cluster_from_recorded_conf() -> None:
-    cluster = _snapshot().cluster
+def test_cluster_from_recorded_conf(recorded_snapshot) -> None:
+    cluster = recorded_snapshot().cluster
     assert [r.name for r in cluster.racks] == ["rack1", "rack2"]
     assert cluster.nodes[0].islands == (0, 0, 0, 0, 1, 1, 1, 1)
 
 
-def test_view_marks_held_gpus_busy() -> None:
-    view = _snapshot().to_view()
+def test_view_marks_held_gpus_busy(recorded_snapshot) -> None:
+    view = recorded_snapshot().to_view()
     pool = view.pool
     idx = view.cluster.node_index
     assert pool.free_gpus(idx["node01"]) == [7]
@@ -48,19 +32,19 @@ def test_view_marks_held_gpus_busy() -> None:
     assert running["6"].gpus == 8 and running["6"].start_time == 1795321699
 
 
-def test_pending_order_and_eligibility() -> None:
-    view = _snapshot().to_view()
+def test_pending_order_and_eligibility(recorded_snapshot) -> None:
+    view = recorded_snapshot().to_view()
     ids = [j.job_id for j in view.pending]
     assert ids == ["7_3", "7_4", "7_5", "13", "14"]  # held 11 and dependency-blocked 12 left out
     by_id = {j.job_id: j for j in view.pending}
     assert (by_id["14"].gpus, by_id["14"].num_nodes, by_id["14"].group) == (16, 2, "gpu")
     assert by_id["13"].name == """it's "quoted" | $(x) name"""
-    every = [j.job_id for j in _snapshot().to_view(include_ineligible=True).pending]
+    every = [j.job_id for j in recorded_snapshot().to_view(include_ineligible=True).pending]
     assert every == ["7_3", "7_4", "7_5", "11", "12", "13", "14"]
 
 
-def test_drained_node_has_no_free_gpus() -> None:
-    snap = _snapshot()
+def test_drained_node_has_no_free_gpus(recorded_snapshot) -> None:
+    snap = recorded_snapshot()
     nodes = tuple(
         replace(n, states=n.states | {"DRAIN"}, gpus_used=()) if n.name == "node02" else n for n in snap.nodes
     )
@@ -70,8 +54,8 @@ def test_drained_node_has_no_free_gpus() -> None:
     assert [n.name for n in snap.unavailable_nodes] == ["node02"]
 
 
-def test_unknown_indices_take_lowest_free() -> None:
-    snap = _snapshot()
+def test_unknown_indices_take_lowest_free(recorded_snapshot) -> None:
+    snap = recorded_snapshot()
     jobs = tuple(
         replace(j, gpu_alloc=(("node01", GresItem("v100", 2, None)),)) if j.job_id == "4" else j
         for j in snap.jobs
@@ -86,8 +70,8 @@ def test_unknown_indices_take_lowest_free() -> None:
     assert view.pool.free_count[view.cluster.node_index["node01"]] == 1
 
 
-def test_model_token_and_filter_and_dict() -> None:
-    snap = _snapshot()
+def test_model_token_and_filter_and_dict(recorded_snapshot) -> None:
+    snap = recorded_snapshot()
     jobs = tuple(
         replace(j, comment="run model=resnet50 lr=0.1") if j.job_id == "14" else j for j in snap.jobs
     )
