@@ -91,6 +91,10 @@ class JobTerms:
     nodes: tuple[int, ...]
     racks: tuple[int, ...]  # racks whose switch it loads: multi-node jobs only
     crosses_core: bool
+    # The speed once interference hits INTERFERENCE_FLOOR. Speed never rises
+    # as loads grow, so a job at this speed keeps it while neighbours only
+    # arrive: the simulator skips recomputing it then.
+    floor_speed: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +242,7 @@ class PerformanceModel:
         """
         if not neighbours:
             return 1.0
-        terms = replace(self.job_terms(model, placement), placement_factor=1.0)
+        terms = replace(self.job_terms(model, placement), placement_factor=1.0, floor_speed=INTERFERENCE_FLOOR)
         mine = set(terms.nodes)
         # Loads as the simulator keeps them: every job's sensitivity, ours included.
         node_load: defaultdict[int, float] = defaultdict(float)
@@ -267,12 +271,14 @@ class PerformanceModel:
         change, which keeps that hot path free of cache lookups.
         """
         fp = self._footprint(placement)
+        factor = self.placement_factor(model, placement)
         return JobTerms(
-            placement_factor=self.placement_factor(model, placement),
+            placement_factor=factor,
             sensitivity=self.profile(model).interference_sensitivity,
             nodes=tuple(fp.node_gpus),
             racks=tuple(sorted(fp.racks)) if fp.multi_node else (),
             crosses_core=fp.multi_node and fp.tier == LinkTier.CROSS_RACK,
+            floor_speed=factor * INTERFERENCE_FLOOR,
         )
 
     @staticmethod

@@ -39,8 +39,12 @@ from slurmrl.traces.schema import Trace, TraceJob
 DEFAULT_RESTART_OVERHEAD_S = 30.0
 
 
-# Event kinds: (kind, job id, version or epoch) travel through the queue.
-_DONE, _LIMIT, _ARRIVE, _WAKE = range(4)
+# Event kinds: (kind, job id, version) travel through the queue.
+_END, _ARRIVE, _WAKE = range(3)
+
+# Why a running job's speed must be looked at again, weakest first: only
+# neighbours arrived (its loads only grew), a neighbour left, or it just started.
+_CROWDED, _FREED, _STARTED = range(3)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class _Run:
     __slots__ = (
         "job", "view", "model", "remaining", "speed", "last", "version", "placement",
         "first_start", "first_placement", "run_time", "started_at", "preemptions", "end", "killed",
-        "epoch", "load",
+        "kill_at", "ends_at", "due", "load",
     )
 
     def __init__(self, job: TraceJob, view: JobView, model: str) -> None:
@@ -79,7 +83,7 @@ class _Run:
         self.remaining = job.duration  # ideal seconds of work left
         self.speed = 1.0
         self.last = 0.0
-        self.version = 0
+        self.version = 0  # tells the live end event from stale ones
         self.placement: Placement | None = None
         self.first_start = math.nan
         self.first_placement: Placement | None = None
@@ -88,7 +92,12 @@ class _Run:
         self.preemptions = 0
         self.end = math.nan
         self.killed = False
-        self.epoch = 0  # number of starts; tells a stale time-limit event from a live one
+        # While running: when its time limit kills it (inf: never), when it
+        # ends at its present speed (or is killed, if sooner), and the time
+        # of its live end event, which may be earlier than ends_at.
+        self.kill_at = math.inf
+        self.ends_at = math.inf
+        self.due = math.inf
         self.load: JobTerms | None = None  # while running: its share of the shared loads
 
 
@@ -117,7 +126,7 @@ class Simulator:
         self._on_node: list[dict[str, None]] = [{} for _ in cluster.nodes]
         self._multi_on_rack: list[dict[str, None]] = [{} for _ in cluster.racks]
         self._cross_rack: dict[str, None] = {}
-        self._dirty: dict[str, bool] = {}  # job -> must reschedule even if its speed is unchanged
+        self._dirty: dict[str, int] = {}  # job -> why its speed may have changed (_CROWDED...)
         # Summed interference sensitivities of the running jobs per node, per
         # rack (multi-node jobs) and on the core (cross-rack jobs).
         self._node_load = [0.0] * len(cluster.nodes)
@@ -236,20 +245,29 @@ class Simulator:
     def _advance(self) -> None:
         """Process every event at the next event time.
 
-        Completion events made stale by a speed change are dropped here
-        without touching any state; they are most of the heap's traffic.
+        A running job has one live end event, at its completion or its time
+        limit, whichever comes first. When a slowdown moves its end later the
+        event stays where it is and, on firing early, is pushed again to the
+        new end; only an end that moves earlier pushes a new event, and the
+        old one is dropped here, as stale, without touching any state. Jobs
+        slow down at nearly every start of a neighbour, so this keeps most of
+        those changes off the heap.
         """
         t = self.events.peek()
         changed = False
         for _, (kind, job_id, tag) in self.events.pop_due(t):
             run = self.runs[job_id] if job_id is not None else None
-            if kind == _DONE or kind == _LIMIT:
-                live = run.version == tag if kind == _DONE else run.epoch == tag  # type: ignore[union-attr]
-                if live and run.placement is not None:  # type: ignore[union-attr]
-                    if kind == _LIMIT:
-                        run.killed = True  # type: ignore[union-attr]
-                    self._stop(job_id, t, preempted=False)  # type: ignore[arg-type]
-                    changed = True
+            if kind == _END:
+                if run.version != tag or run.placement is None:  # type: ignore[union-attr]
+                    continue
+                if run.ends_at > t:  # type: ignore[union-attr]
+                    run.due = run.ends_at  # type: ignore[union-attr]
+                    self.events.schedule(run.due, COMPLETION, (_END, job_id, tag))  # type: ignore[union-attr]
+                    continue
+                # A job whose work runs out exactly at its limit counts as killed.
+                run.killed = run.kill_at <= t  # type: ignore[union-attr]
+                self._stop(job_id, t, preempted=False)  # type: ignore[arg-type]
+                changed = True
             elif kind == _ARRIVE:
                 self.pending[job_id] = run.view  # type: ignore[index,union-attr]
                 self._pass_due = changed = True
@@ -296,7 +314,6 @@ class Simulator:
         run.placement = placement
         run.started_at = now
         run.last = now
-        run.epoch += 1
         if math.isnan(run.first_start):
             run.first_start = now
             run.first_placement = placement
@@ -305,13 +322,12 @@ class Simulator:
         self.running[job_id] = view
         self._add_load(job_id, run, placement)
         dirty = self._dirty
-        dirty[job_id] = True
+        dirty[job_id] = _STARTED
         for other in self._neighbours(job_id, placement):
-            dirty.setdefault(other, False)
+            dirty.setdefault(other, _CROWDED)
         limit = run.job.time_limit
-        if self.config.enforce_time_limits and limit is not None:
-            # The limit counts wall time since this start, as Slurm's does.
-            self.events.schedule(now + limit, COMPLETION, (_LIMIT, job_id, run.epoch))
+        # The limit counts wall time since this start, as Slurm's does.
+        run.kill_at = now + limit if self.config.enforce_time_limits and limit is not None else math.inf
 
     def _stop(self, job_id: str, now: float, *, preempted: bool) -> None:
         run = self.runs[job_id]
@@ -321,13 +337,16 @@ class Simulator:
         run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
         run.run_time += now - run.started_at
         run.version += 1
+        run.due = run.ends_at = math.inf
         del self.running[job_id]
         self.pool.release(placement)
         self._remove_load(job_id, run)
         run.placement = None
+        dirty = self._dirty
         for other in self._neighbours(job_id, placement):
-            self._dirty.setdefault(other, False)
-        self._dirty.pop(job_id, None)
+            if not dirty.get(other):
+                dirty[other] = _FREED
+        dirty.pop(job_id, None)
         if preempted:
             run.preemptions += 1
             run.remaining += self.config.restart_overhead
@@ -395,26 +414,34 @@ class Simulator:
         once afterwards, so a pass that fills a node with eight jobs costs
         eight speed updates, not thirty-six. A job whose speed is unchanged
         keeps its completion event (loads are float sums, hence the
-        tolerance) unless it just started. This loop runs about twenty times
-        per job in a replay, so it is written out in one place.
+        tolerance) unless it just started; a job's end event moves only
+        when its end comes earlier (see :meth:`_advance`). A job already slowed to the
+        interference floor is not even recomputed when neighbours only
+        arrived: more load cannot slow it further. On a crowded replay that
+        is most multi-node jobs sharing a rack switch. This loop runs about
+        twenty times per job in a replay, so it is written out in one place.
         """
         dirty, self._dirty = self._dirty, {}
         runs, schedule, speed_of = self.runs, self.events.schedule, self.perf.speed_from_loads
         node_load, rack_load, core_load = self._node_load, self._rack_load, self._core_load
-        for job_id, force in dirty.items():
+        for job_id, why in dirty.items():
             run = runs[job_id]
-            if run.load is None:
+            terms = run.load
+            if terms is None or (why == _CROWDED and run.speed == terms.floor_speed):
                 continue
-            speed = speed_of(run.load, node_load, rack_load, core_load)
+            speed = speed_of(terms, node_load, rack_load, core_load)
             if speed <= 0.0 or speed > 1.0 + 1e-9:
                 raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
-            if not force and abs(speed - run.speed) <= 1e-12:
+            if why != _STARTED and abs(speed - run.speed) <= 1e-12:
                 continue
             run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
             run.last = now
             run.speed = speed
-            run.version += 1
-            schedule(now + run.remaining / speed, COMPLETION, (_DONE, job_id, run.version))
+            ends_at = run.ends_at = min(now + run.remaining / speed, run.kill_at)
+            if ends_at < run.due:
+                run.due = ends_at
+                run.version += 1
+                schedule(ends_at, COMPLETION, (_END, job_id, run.version))
 
     def _record(self, run: _Run) -> JobRecord:
         p = run.first_placement
