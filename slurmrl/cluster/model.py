@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,9 +54,14 @@ class Rack:
     nodes: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class NodeAlloc:
-    """GPUs taken on one node, by node index and local GPU indices."""
+class NodeAlloc(NamedTuple):
+    """GPUs taken on one node, by node index and local GPU indices.
+
+    A named tuple rather than a frozen dataclass: a replay builds one per
+    node of every placement tried, and hashes it whenever a placement keys a
+    cache, and the tuple's C-level constructor and hash cost a fraction of
+    the generated Python ones.
+    """
 
     node: int
     gpus: tuple[int, ...]

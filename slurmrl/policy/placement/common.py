@@ -9,11 +9,11 @@ of nodes a job actually gets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.model import Cluster, NodeAlloc, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import JobView
 
@@ -32,10 +32,14 @@ class ClusterTables:
     # [rack, slot] node index, nodes in index order, padded with len(nodes)
     # (index a per-node array extended by one zero to read the padding as empty).
     rack_nodes: np.ndarray
+    layout: tuple[int, ...]  # per node: which distinct NVLink island layout it has
+    # Memo of pick_in_node: (layout, free row as bytes, GPUs asked) -> GPUs picked.
+    picks: dict[tuple[int, bytes, int], tuple[int, ...]] = field(default_factory=dict)
 
 
 _TABLES: dict[int, tuple[Cluster, ClusterTables]] = {}
 _NO_FIT = np.iinfo(np.int32).max  # sort key of a node that cannot host the job
+_MAX_PICKS = 100_000  # pick_in_node memo entries per cluster before it starts over
 
 
 def tables(cluster: Cluster) -> ClusterTables:
@@ -68,8 +72,10 @@ def tables(cluster: Cluster) -> ClusterTables:
         rack_nodes[rack.index, : len(rack.nodes)] = sorted(rack.nodes)
     for arr in (global_island, island_node, rack_nodes):
         arr.setflags(write=False)
+    layouts: dict[bytes, int] = {}
+    layout = tuple(layouts.setdefault(row.tobytes(), len(layouts)) for row in island_of)
     result = ClusterTables(
-        island_of, n_isl > 1, flat, global_island, island_node, max_island, types, rack_nodes
+        island_of, n_isl > 1, flat, global_island, island_node, max_island, types, rack_nodes, layout
     )
     _TABLES[id(cluster)] = (cluster, result)
     return result
@@ -90,21 +96,35 @@ def may_fit_one_node(job: JobView, cluster: Cluster) -> bool:
     return job.gpus <= cluster.max_gpus_per_node and job.num_nodes in (None, 1)
 
 
-def pick_in_node(pool: GpuPool, node: int, need: int) -> list[int]:
-    """``need`` free GPUs of ``node``, spanning as few NVLink islands as possible.
+def pick_in_node(pool: GpuPool, node: int, need: int) -> tuple[int, ...]:
+    """``need`` free GPUs of ``node``, in index order, spanning as few NVLink islands as possible.
 
     The smallest island that holds the whole request wins (best fit, so large
     islands stay whole for later jobs); otherwise islands are filled largest
     free first. A single GPU needs no NVLink, so it takes the first free one.
+    The answer depends only on the node's island layout, which of its GPUs
+    are free and ``need``, so it is memoised on those: every placement of a
+    replay ends here once per node, and a node has few free patterns.
     """
+    tab = tables(pool.cluster)
     row = pool.free[node]
+    key = (tab.layout[node], row.tobytes(), need)
+    found = tab.picks.get(key)
+    if found is None:
+        found = tuple(sorted(_pick(row, tab.island_of[node], tab.flat[node], need)))
+        if len(tab.picks) >= _MAX_PICKS:
+            tab.picks.clear()
+        tab.picks[key] = found
+    return found
+
+
+def _pick(row: np.ndarray, island_of: np.ndarray, flat: bool, need: int) -> list[int]:
     if need == 1:
         return [int(row.argmax())]
     free = np.flatnonzero(row)
-    tab = tables(pool.cluster)
-    if need >= free.size or tab.flat[node]:
+    if need >= free.size or flat:
         return free[:need].tolist()
-    isl = tab.island_of[node, free]
+    isl = island_of[free]
     per_island = np.bincount(isl)
     ids = np.flatnonzero(per_island)
     if ids.size == 1:
@@ -162,4 +182,4 @@ def build(pool: GpuPool, shares: list[tuple[int, int]], job: JobView) -> Placeme
     """A placement from (node, count) shares, honouring the job's node-count request."""
     if job.num_nodes is not None and len(shares) > job.num_nodes:
         return None
-    return Placement.of((node, pick_in_node(pool, node, count)) for node, count in shares)
+    return Placement(tuple(NodeAlloc(node, pick_in_node(pool, node, count)) for node, count in shares))
