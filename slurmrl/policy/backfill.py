@@ -161,10 +161,7 @@ class EasyBackfill(OrderedScheduler):
                     scratch.release(placement)
             found = self.placement.place(head, scratch, view)
             if found is not None:
-                reserved = np.zeros_like(pool.free)
-                for alloc in found.allocs:
-                    reserved[alloc.node, list(alloc.gpus)] = True
-                return max(end, now), reserved & pool.free
+                return max(end, now), _mask(found, pool.free) & pool.free
             tries += 1
             if tries >= MAX_RESERVATION_TRIES:
                 break
@@ -184,13 +181,19 @@ class EasyBackfill(OrderedScheduler):
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
         shadow = math.inf
         starts: list[Start] = []
+        place = self.placement.place
+        # Under load most of the up to max_job_test candidates are refused by
+        # the first tests below, so this loop keeps to local names.
         for job in islice(rest, self.max_job_test):
-            if pool.total_free == 0:
+            free = pool.total_free
+            if free == 0:
                 break
-            if job.job_id in refused:
+            job_id = job.job_id
+            if job_id in refused:
                 continue
-            if job.gpus > pool.total_free:
-                refused.add(job.job_id)
+            gpus = job.gpus
+            if gpus > free:
+                refused.add(job_id)
                 continue
             if outside is None:
                 # The reservation is only worth computing once some job could use it.
@@ -199,32 +202,39 @@ class EasyBackfill(OrderedScheduler):
                     reuse = True
                 shadow, reserved = self._reserved
                 outside = pool.copy()
-                if reserved is not None and reserved.any():
-                    outside.allocate(_as_placement(reserved & outside.free))
+                if reserved is not None:
+                    outside.withhold(reserved)
             limit = job.time_limit
             if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
-                placement = self.placement.place(job, pool, view)
-            elif job.gpus <= outside.total_free:
-                placement = self.placement.place(job, outside, view)
+                placement = place(job, pool, view)
+            elif gpus <= outside.total_free:
+                placement = place(job, outside, view)
             else:
                 placement = None
             if placement is None:
-                refused.add(job.job_id)
+                refused.add(job_id)
                 continue
             pool.allocate(placement)
             taken = _free_part(placement, outside)
             if taken is not None:
                 outside.allocate(taken)
-            starts.append(Start(job.job_id, placement))
+            starts.append(Start(job_id, placement))
             self.on_start(job, placement)
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
         return starts
 
 
-def _as_placement(mask: np.ndarray) -> Placement:
-    nodes = np.flatnonzero(mask.any(axis=1))
-    return Placement.of((int(n), np.flatnonzero(mask[n]).tolist()) for n in nodes)
+def _mask(placement: Placement, like: np.ndarray) -> np.ndarray:
+    """``placement``'s GPUs as a boolean matrix shaped like ``like``."""
+    nodes: list[int] = []
+    gpus: list[int] = []
+    for a in placement.allocs:
+        nodes.extend([a.node] * len(a.gpus))
+        gpus.extend(a.gpus)
+    mask = np.zeros_like(like)
+    mask[nodes, gpus] = True
+    return mask
 
 
 def _free_part(placement: Placement, pool: GpuPool) -> Placement | None:
