@@ -132,6 +132,7 @@ class PerformanceModel:
         self._ideal: dict[tuple[str, int], float] = {}
         self._factor: dict[tuple[str, Placement], float] = {}
         self._footprints: dict[Placement, _Footprint] = {}
+        self._terms: dict[tuple[str, Placement], JobTerms] = {}
         self._profiles: dict[str, ModelProfile] = {}
 
     # ---- model lookup ---------------------------------------------------------
@@ -268,11 +269,17 @@ class PerformanceModel:
 
         The simulator keeps the summed loads per node and rack up to date and
         calls :meth:`speed_from_loads` with these terms on every co-location
-        change, which keeps that hot path free of cache lookups.
+        change, which keeps that hot path free of cache lookups. Cached
+        itself, since a replay starts jobs of one model on one placement
+        again and again.
         """
+        key = (model, placement)
+        found = self._terms.get(key)
+        if found is not None:
+            return found
         fp = self._footprint(placement)
         factor = self.placement_factor(model, placement)
-        return JobTerms(
+        found = JobTerms(
             placement_factor=factor,
             sensitivity=self.profile(model).interference_sensitivity,
             nodes=tuple(fp.node_gpus),
@@ -280,6 +287,10 @@ class PerformanceModel:
             crosses_core=fp.multi_node and fp.tier == LinkTier.CROSS_RACK,
             floor_speed=factor * INTERFERENCE_FLOOR,
         )
+        if len(self._terms) >= _CACHE_LIMIT:
+            self._terms.clear()
+        self._terms[key] = found
+        return found
 
     @staticmethod
     def speed_from_loads(

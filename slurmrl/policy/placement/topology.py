@@ -48,6 +48,8 @@ def _one_island(job: JobView, pool: GpuPool, mask: np.ndarray) -> Placement | No
 
 def _one_rack(job: JobView, pool: GpuPool, mask: np.ndarray) -> list[tuple[int, int]] | None:
     """Fewest nodes inside one rack; ties go to the rack with the least eligible free capacity."""
+    if int(pool.rack_free.max()) < job.gpus:
+        return None  # no rack has that many free GPUs, eligible or not
     tab = tables(pool.cluster)
     free = np.append(np.where(mask, pool.free_count, 0), 0)[tab.rack_nodes]  # [rack, slot]
     cum = np.cumsum(-np.sort(-free, axis=1), axis=1)
@@ -90,7 +92,12 @@ class Topology:
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible(job, pool)
-        if may_fit_one_node(job, pool.cluster):
+        # No node with that many free GPUs (the usual case for a blocked job's
+        # reservation on a busy cluster): the one-node tiers cannot succeed.
+        if may_fit_one_node(job, pool.cluster) and job.gpus > int(pool.free_count.max()):
+            if job.num_nodes == 1:
+                return None
+        elif may_fit_one_node(job, pool.cluster):
             tab = tables(pool.cluster)
             if 1 < job.gpus <= tab.max_island and tab.multi_island:
                 found = _one_island(job, pool, mask)
