@@ -78,6 +78,8 @@ NETWORK_CONTENTION = 0.10
 # Floor of the combined interference factor; Gavel's same-GPU median is 0.65,
 # and host/network sharing alone is not allowed to do much worse than that.
 INTERFERENCE_FLOOR = 0.5
+# The interference exponent beyond which a job runs at the floor.
+FLOOR_EXPONENT = -math.log(INTERFERENCE_FLOOR)
 
 _CACHE_LIMIT = 200_000  # entries per cache before it is dropped and rebuilt
 
@@ -91,10 +93,10 @@ class JobTerms:
     nodes: tuple[int, ...]
     racks: tuple[int, ...]  # racks whose switch it loads: multi-node jobs only
     crosses_core: bool
-    # The speed once interference hits INTERFERENCE_FLOOR. Speed never rises
-    # as loads grow, so a job at this speed keeps it while neighbours only
-    # arrive: the simulator skips recomputing it then.
-    floor_speed: float
+    # The most this job's leaving can lower a neighbour's interference
+    # exponent, per unit of the neighbour's sensitivity: one node-load term
+    # plus one network term per rack switch it loads and for the core.
+    relief: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +245,7 @@ class PerformanceModel:
         """
         if not neighbours:
             return 1.0
-        terms = replace(self.job_terms(model, placement), placement_factor=1.0, floor_speed=INTERFERENCE_FLOOR)
+        terms = replace(self.job_terms(model, placement), placement_factor=1.0)
         mine = set(terms.nodes)
         # Loads as the simulator keeps them: every job's sensitivity, ours included.
         node_load: defaultdict[int, float] = defaultdict(float)
@@ -262,7 +264,7 @@ class PerformanceModel:
                 rack_load[rack] += theirs.sensitivity
             if theirs.crosses_core:
                 core_load += theirs.sensitivity
-        return self.speed_from_loads(terms, node_load, rack_load, core_load)
+        return self.speed_from_loads(terms, node_load, rack_load, core_load)[0]
 
     def job_terms(self, model: str, placement: Placement) -> JobTerms:
         """Everything about one running job that its speed needs, computed once.
@@ -278,14 +280,16 @@ class PerformanceModel:
         if found is not None:
             return found
         fp = self._footprint(placement)
-        factor = self.placement_factor(model, placement)
+        sensitivity = self.profile(model).interference_sensitivity
+        racks = tuple(sorted(fp.racks)) if fp.multi_node else ()
+        crosses_core = fp.multi_node and fp.tier == LinkTier.CROSS_RACK
         found = JobTerms(
-            placement_factor=factor,
-            sensitivity=self.profile(model).interference_sensitivity,
+            placement_factor=self.placement_factor(model, placement),
+            sensitivity=sensitivity,
             nodes=tuple(fp.node_gpus),
-            racks=tuple(sorted(fp.racks)) if fp.multi_node else (),
-            crosses_core=fp.multi_node and fp.tier == LinkTier.CROSS_RACK,
-            floor_speed=factor * INTERFERENCE_FLOOR,
+            racks=racks,
+            crosses_core=crosses_core,
+            relief=sensitivity * (NODE_CONTENTION + NETWORK_CONTENTION * (len(racks) + crosses_core)),
         )
         if len(self._terms) >= _CACHE_LIMIT:
             self._terms.clear()
@@ -298,8 +302,8 @@ class PerformanceModel:
         node_load: Sequence[float] | defaultdict[int, float],
         rack_load: Sequence[float] | defaultdict[int, float],
         core_load: float,
-    ) -> float:
-        """:meth:`speed` from summed sensitivities that include the job itself.
+    ) -> tuple[float, float]:
+        """:meth:`speed` from summed sensitivities that include the job itself, and its slack.
 
         ``node_load[n]`` sums the sensitivities of the jobs on node n,
         ``rack_load[r]`` those of the multi-node jobs touching rack r and
@@ -310,10 +314,15 @@ class PerformanceModel:
         jobs also lose ``NETWORK_CONTENTION`` per neighbour on a shared rack
         switch or on the core. O(nodes of the job), no cache lookups: this is
         the simulator's hot path.
+
+        The slack is how far the exponent may fall before the speed rises
+        off the floor (negative when it is not at the floor). With the
+        neighbours' :attr:`JobTerms.relief` it lets the simulator skip jobs
+        that provably stay at the floor when a neighbour leaves.
         """
         own = terms.sensitivity
         if own <= 0.0:
-            return terms.placement_factor
+            return terms.placement_factor, -FLOOR_EXPONENT
         worst = 0.0
         for node in terms.nodes:
             if node_load[node] > worst:
@@ -329,8 +338,8 @@ class PerformanceModel:
                 net += core_load - own
             exponent += NETWORK_CONTENTION * own * net
         if exponent <= 0.0:
-            return terms.placement_factor
-        return terms.placement_factor * max(INTERFERENCE_FLOOR, math.exp(-exponent))
+            return terms.placement_factor, -FLOOR_EXPONENT
+        return terms.placement_factor * max(INTERFERENCE_FLOOR, math.exp(-exponent)), exponent - FLOOR_EXPONENT
 
     def speed(
         self,

@@ -41,10 +41,9 @@ DEFAULT_RESTART_OVERHEAD_S = 30.0
 
 # Event kinds: (kind, job id, version) travel through the queue.
 _END, _ARRIVE, _WAKE = range(3)
-
-# Why a running job's speed must be looked at again, weakest first: only
-# neighbours arrived (its loads only grew), a neighbour left, or it just started.
-_CROWDED, _FREED, _STARTED = range(3)
+# Slack a job must keep to be left at the interference floor unrecomputed:
+# far above the rounding error of the exponent's float sums.
+_SLACK_MARGIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class _Run:
     __slots__ = (
         "job", "view", "model", "remaining", "speed", "last", "version", "placement",
         "first_start", "first_placement", "run_time", "started_at", "preemptions", "end", "killed",
-        "kill_at", "ends_at", "due", "load",
+        "kill_at", "ends_at", "due", "load", "slack",
     )
 
     def __init__(self, job: TraceJob, view: JobView, model: str) -> None:
@@ -99,6 +98,9 @@ class _Run:
         self.ends_at = math.inf
         self.due = math.inf
         self.load: JobTerms | None = None  # while running: its share of the shared loads
+        # A lower bound on how far its interference exponent may fall and its
+        # speed stay at the floor (see PerformanceModel.speed_from_loads).
+        self.slack = -math.inf
 
 
 class Simulator:
@@ -126,7 +128,7 @@ class Simulator:
         self._on_node: list[dict[str, None]] = [{} for _ in cluster.nodes]
         self._multi_on_rack: list[dict[str, None]] = [{} for _ in cluster.racks]
         self._cross_rack: dict[str, None] = {}
-        self._dirty: dict[str, int] = {}  # job -> why its speed may have changed (_CROWDED...)
+        self._dirty: dict[str, bool] = {}  # job -> must reschedule even if its speed is unchanged
         # Summed interference sensitivities of the running jobs per node, per
         # rack (multi-node jobs) and on the core (cross-rack jobs).
         self._node_load = [0.0] * len(cluster.nodes)
@@ -322,9 +324,9 @@ class Simulator:
         self.running[job_id] = view
         self._add_load(job_id, run, placement)
         dirty = self._dirty
-        dirty[job_id] = _STARTED
+        dirty[job_id] = True
         for other in self._neighbours(job_id, placement):
-            dirty.setdefault(other, _CROWDED)
+            dirty.setdefault(other, False)
         limit = run.job.time_limit
         # The limit counts wall time since this start, as Slurm's does.
         run.kill_at = now + limit if self.config.enforce_time_limits and limit is not None else math.inf
@@ -340,12 +342,14 @@ class Simulator:
         run.due = run.ends_at = math.inf
         del self.running[job_id]
         self.pool.release(placement)
+        relief = run.load.relief if run.load is not None else 0.0
         self._remove_load(job_id, run)
         run.placement = None
-        dirty = self._dirty
+        dirty, runs = self._dirty, self.runs
         for other in self._neighbours(job_id, placement):
-            if not dirty.get(other):
-                dirty[other] = _FREED
+            neighbour = runs[other]
+            neighbour.slack -= neighbour.load.sensitivity * relief  # type: ignore[union-attr]
+            dirty.setdefault(other, False)
         dirty.pop(job_id, None)
         if preempted:
             run.preemptions += 1
@@ -415,24 +419,25 @@ class Simulator:
         eight speed updates, not thirty-six. A job whose speed is unchanged
         keeps its completion event (loads are float sums, hence the
         tolerance) unless it just started; a job's end event moves only
-        when its end comes earlier (see :meth:`_advance`). A job already slowed to the
-        interference floor is not even recomputed when neighbours only
-        arrived: more load cannot slow it further. On a crowded replay that
-        is most multi-node jobs sharing a rack switch. This loop runs about
-        twenty times per job in a replay, so it is written out in one place.
+        when its end comes earlier (see :meth:`_advance`). A job at the
+        interference floor is not even recomputed while its slack, lowered by
+        each leaving neighbour's relief, shows that it must stay there: on a
+        crowded replay that is most multi-node jobs sharing a rack switch.
+        This loop runs about twenty times per job in a replay, so it is
+        written out in one place.
         """
         dirty, self._dirty = self._dirty, {}
         runs, schedule, speed_of = self.runs, self.events.schedule, self.perf.speed_from_loads
         node_load, rack_load, core_load = self._node_load, self._rack_load, self._core_load
-        for job_id, why in dirty.items():
+        for job_id, started in dirty.items():
             run = runs[job_id]
             terms = run.load
-            if terms is None or (why == _CROWDED and run.speed == terms.floor_speed):
+            if terms is None or (not started and run.slack > _SLACK_MARGIN):
                 continue
-            speed = speed_of(terms, node_load, rack_load, core_load)
+            speed, run.slack = speed_of(terms, node_load, rack_load, core_load)
             if speed <= 0.0 or speed > 1.0 + 1e-9:
                 raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
-            if why != _STARTED and abs(speed - run.speed) <= 1e-12:
+            if not started and abs(speed - run.speed) <= 1e-12:
                 continue
             run.remaining = max(0.0, run.remaining - (now - run.last) * run.speed)
             run.last = now

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
 from slurmrl.perf import MODELS, PerformanceModel
-from slurmrl.perf.model import INTERFERENCE_FLOOR, NODE_CONTENTION
+from slurmrl.perf.model import INTERFERENCE_FLOOR, NODE_CONTENTION, JobTerms
 
 NODES = tuple(Node(f"n{i}", i, i // 2, 8, "V100", islands_for("nvswitch", 8)) for i in range(4))
 CLUSTER = Cluster("c", (Rack("r0", 0, (0, 1)), Rack("r1", 1, (2, 3))), NODES)
@@ -111,6 +111,42 @@ def test_speed_from_loads_matches_speed() -> None:
             node_load[node] += terms.sensitivity
         for rack in terms.racks:
             rack_load[rack] += terms.sensitivity
-    fast = PM.speed_from_loads(PM.job_terms("resnet50", mine), node_load, rack_load, 0.0)
+    fast, _ = PM.speed_from_loads(PM.job_terms("resnet50", mine), node_load, rack_load, 0.0)
     assert fast == pytest.approx(PM.speed("resnet50", mine, others))
     assert fast < PM.placement_factor("resnet50", mine)
+
+
+def _loads(terms: list[JobTerms]) -> tuple[list[float], list[float], float]:
+    """Summed sensitivities per node, per rack and on the core, as the simulator keeps them."""
+    node_load = [0.0] * len(PM.cluster.nodes)
+    rack_load = [0.0] * len(PM.cluster.racks)
+    core = 0.0
+    for t in terms:
+        for node in t.nodes:
+            node_load[node] += t.sensitivity
+        for rack in t.racks:
+            rack_load[rack] += t.sensitivity
+        core += t.sensitivity if t.crosses_core else 0.0
+    return node_load, rack_load, core
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mine=neighbour,
+    others=st.lists(neighbour, min_size=1, max_size=14),
+    leaving=st.integers(0, 13),
+)
+def test_slack_minus_relief_bounds_the_slack_after_a_neighbour_leaves(
+    mine: tuple[str, Placement], others: list[tuple[str, Placement]], leaving: int
+) -> None:
+    """What lets the simulator leave a job at the floor unrecomputed when a neighbour leaves."""
+    me = PM.job_terms(*mine)
+    terms = [PM.job_terms(*o) for o in others]
+    gone = terms.pop(leaving % len(terms))
+    speed, slack = PM.speed_from_loads(me, *_loads([me, gone, *terms]))
+    after, slack_after = PM.speed_from_loads(me, *_loads([me, *terms]))
+    assert slack_after >= slack - me.sensitivity * gone.relief - 1e-12
+    if slack - me.sensitivity * gone.relief > 1e-9:
+        assert speed == after == me.placement_factor * INTERFERENCE_FLOOR
+    if slack > 0:
+        assert speed == me.placement_factor * INTERFERENCE_FLOOR

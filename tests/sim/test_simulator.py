@@ -176,3 +176,65 @@ def test_invalid_decisions_are_reported() -> None:
 
     with pytest.raises(PolicyError, match="asked for 4"):
         Simulator(trace, CLUSTER).run(Bad())
+
+
+class Spread:
+    """Places every job one GPU per node, across racks: the most network contention there is."""
+
+    name, deployable = "spread", True
+
+    def bind_oracle(self, durations) -> None:  # pragma: no cover - deployable
+        pass
+
+    def decide(self, view):
+        from slurmrl.cluster.model import Placement
+
+        free = view.pool.free.copy()
+        starts = []
+        for job in view.pending:
+            nodes = [n for n in range(free.shape[0]) if free[n].any()]
+            if len(nodes) < job.gpus:
+                break
+            pairs = [(n, [int(free[n].argmax())]) for n in nodes[: job.gpus]]
+            for n, (g,) in pairs:
+                free[n, g] = False
+            starts.append(Start(job.job_id, Placement.of(pairs)))
+        return Decisions(order=tuple(j.job_id for j in view.pending), starts=tuple(starts))
+
+
+def test_jobs_left_at_the_interference_floor_replay_as_if_recomputed(monkeypatch) -> None:
+    """Skipping the speed update of a job whose slack keeps it at the floor changes no result."""
+    from slurmrl.perf.model import PerformanceModel
+    from slurmrl.sim import simulator
+
+    cluster = load_cluster("2x4x8:v100")
+    rows = [(i * 20.0, 2_000.0 + 137.0 * (i % 11), [2, 3, 4][i % 3], "vgg16") for i in range(120)]
+    calls = {"n": 0}
+    speed_from_loads = PerformanceModel.speed_from_loads
+
+    def counted(*args):
+        calls["n"] += 1
+        return speed_from_loads(*args)
+
+    monkeypatch.setattr(PerformanceModel, "speed_from_loads", staticmethod(counted))
+    skipping = Simulator(make_trace(rows), cluster).run(Spread())
+    with_skips = calls["n"]
+    monkeypatch.setattr(simulator, "_SLACK_MARGIN", math.inf)
+    calls["n"] = 0
+    recomputing = Simulator(make_trace(rows), cluster).run(Spread())
+    assert skipping.records == recomputing.records
+    assert skipping.samples == recomputing.samples
+    assert with_skips < calls["n"]  # some jobs did sit at the floor
+
+
+def test_a_job_slowed_and_sped_up_again_ends_when_its_work_is_done() -> None:
+    """End events pushed only when an end moves earlier still end each job on time."""
+    trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (100.0, 200.0, 2, "vgg16")])
+    records = {r.job_id: r for r in Simulator(trace, CLUSTER).run(make_policy("fifo")).records}
+    first, second = records["j0"], records["j1"]
+    assert first.start_time == 0.0 and second.start_time == 100.0
+    # The two share a node while both run: j1 is slowed as much as j0 is.
+    slowed = (second.end_time - second.start_time) / 200.0
+    assert slowed > 1.0
+    expected = 100.0 + (second.end_time - 100.0) + (1000.0 - 100.0 - (second.end_time - 100.0) / slowed)
+    assert first.end_time == pytest.approx(expected)
