@@ -106,6 +106,10 @@ class Cluster:
     total_gpus: int = field(init=False, repr=False, compare=False)
     max_gpus_per_node: int = field(init=False, repr=False, compare=False)
     gpu_types: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    # node_rack and node_gpus again as plain ints, for the one-node-at-a-time
+    # lookups of hot loops, where indexing a numpy array costs far more.
+    rack_of: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    gpus_of: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for i, node in enumerate(self.nodes):
@@ -126,6 +130,8 @@ class Cluster:
         object.__setattr__(self, "total_gpus", int(node_gpus.sum()))
         object.__setattr__(self, "max_gpus_per_node", int(node_gpus.max()) if len(self.nodes) else 0)
         object.__setattr__(self, "gpu_types", tuple(sorted({n.gpu_type for n in self.nodes})))
+        object.__setattr__(self, "rack_of", tuple(n.rack for n in self.nodes))
+        object.__setattr__(self, "gpus_of", tuple(n.gpus for n in self.nodes))
 
     def __hash__(self) -> int:
         return hash((self.name, self.racks, self.nodes))

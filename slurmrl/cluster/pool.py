@@ -74,9 +74,9 @@ class GpuPool:
         Scalar numpy indexing in a loop beats fancy indexing for the one to
         eight GPUs a node allocation holds.
         """
-        rack_of = self.cluster.node_rack
-        caps = self.cluster.node_gpus
-        free, counts = self.free, self.free_count
+        rack_of = self.cluster.rack_of
+        caps = self.cluster.gpus_of
+        free, counts, rack_free = self.free, self.free_count, self.rack_free
         value = sign > 0
         partial = self.partial_free
         for a in placement.allocs:
@@ -89,7 +89,7 @@ class GpuPool:
             counts[a.node] = after
             cap = caps[a.node]
             partial += (after if 0 < after < cap else 0) - (before if 0 < before < cap else 0)
-            self.rack_free[rack_of[a.node]] += k
+            rack_free[rack_of[a.node]] += k
             self.total_free += k
         self.partial_free = partial
 

@@ -404,7 +404,8 @@ class Simulator:
         for node in placement.nodes:
             seen.update(self._on_node[node])
         if len(placement.allocs) > 1:
-            for rack in {self.cluster.node_rack[n] for n in placement.nodes}:
+            rack_of = self.cluster.rack_of
+            for rack in {rack_of[n] for n in placement.nodes}:
                 seen.update(self._multi_on_rack[rack])
             if self._cross_rack and self.cluster.worst_link(placement) is LinkTier.CROSS_RACK:
                 seen.update(self._cross_rack)
@@ -463,7 +464,7 @@ class Simulator:
             run_time=run.run_time,
             preemptions=run.preemptions,
             nodes=len(p.allocs) if p else 0,
-            racks=len({self.cluster.node_rack[n] for n in p.nodes}) if p else 0,
+            racks=len({self.cluster.rack_of[n] for n in p.nodes}) if p else 0,
             worst_link=int(self.cluster.worst_link(p)) if p else -1,
             time_limit=run.job.time_limit if run.job.time_limit is not None else math.nan,
             killed_at_limit=run.killed,
