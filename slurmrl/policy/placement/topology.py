@@ -85,6 +85,17 @@ def _fewest_racks(job: JobView, pool: GpuPool, mask: np.ndarray) -> list[tuple[i
     return fewest_nodes(pool, nodes[chosen[pool.cluster.node_rack[nodes]]], job.gpus)
 
 
+def _one_node(job: JobView, pool: GpuPool, mask: np.ndarray) -> Placement | None:
+    """One NVLink island if one holds the job, else the best-fit node."""
+    tab = tables(pool.cluster)
+    if 1 < job.gpus <= tab.max_island and tab.multi_island:
+        found = _one_island(job, pool, mask)
+        if found is not None:
+            return found
+    node = best_fit_node(pool, mask, job.gpus)
+    return build(pool, [(node, job.gpus)], job) if node >= 0 else None
+
+
 class Topology:
     name = "topology"
 
@@ -92,20 +103,13 @@ class Topology:
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible(job, pool)
-        # No node with that many free GPUs (the usual case for a blocked job's
-        # reservation on a busy cluster): the one-node tiers cannot succeed.
-        if may_fit_one_node(job, pool.cluster) and job.gpus > int(pool.free_count.max()):
-            if job.num_nodes == 1:
-                return None
-        elif may_fit_one_node(job, pool.cluster):
-            tab = tables(pool.cluster)
-            if 1 < job.gpus <= tab.max_island and tab.multi_island:
-                found = _one_island(job, pool, mask)
+        if may_fit_one_node(job, pool.cluster):
+            # Skipped when no node has that many free GPUs, the usual case
+            # for a blocked job's reservation on a busy cluster.
+            if job.gpus == 1 or job.gpus <= int(pool.free_count.max()):
+                found = _one_node(job, pool, mask)
                 if found is not None:
                     return found
-            node = best_fit_node(pool, mask, job.gpus)
-            if node >= 0:
-                return build(pool, [(node, job.gpus)], job)
             if job.num_nodes == 1:
                 return None
         shares = _one_rack(job, pool, mask) or _fewest_racks(job, pool, mask)
