@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from slurmrl.rl.network import NetConfig
+from slurmrl.rl.netconfig import NetConfig
 
 MASKED = -1e8  # the logit an infeasible action gets, as masked_logits gives it
 

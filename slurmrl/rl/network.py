@@ -11,24 +11,12 @@ racks, nodes and GPUs only changes how much is pooled, not the weights.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import torch
 from torch import nn
 
+from slurmrl.rl.netconfig import NetConfig
 
-@dataclass(frozen=True)
-class NetConfig:
-    """Constructor arguments; saved with every checkpoint."""
-
-    job_features: int
-    cluster_channels: int
-    global_features: int
-    hidden: int = 64
-    conv: int = 16
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+__all__ = ["NetConfig", "TopDRLNet"]
 
 
 class TopDRLNet(nn.Module):

@@ -135,7 +135,7 @@ def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> floa
     from slurmrl.policy.placement.topology import Topology
     from slurmrl.sim.experiment import run_policy
 
-    policy = TopDRLPolicy(net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait)
+    policy = TopDRLPolicy.from_net(net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait)
     return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
 
 

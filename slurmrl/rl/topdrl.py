@@ -9,7 +9,9 @@ slurmctld alike.
 
 A checkpoint is a folder with ``model.safetensors`` (weights only, no pickle)
 and ``config.json`` (network constructor arguments and observation layout),
-loadable without the training code.
+loadable without the training code and without torch: the policy decides in
+numpy, so the daemon, which runs with operator rights beside slurmctld,
+starts without importing it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +31,10 @@ from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, Featurizer, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL
-from slurmrl.rl.network import NetConfig, TopDRLNet
+from slurmrl.rl.netconfig import NetConfig, weight_shapes
+
+if TYPE_CHECKING:
+    from slurmrl.rl.network import TopDRLNet
 
 CHECKPOINT_FORMAT = "slurmrl-topdrl"
 CHECKPOINT_VERSION = 1
@@ -46,6 +52,8 @@ class Checkpoint:
 
 
 def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
+    from slurmrl.rl.network import TopDRLNet
+
     cfg = NetConfig(obs.job_features, len(CLUSTER_CHANNELS), len(GLOBAL_FEATURES), hidden, conv)
     return TopDRLNet(cfg)
 
@@ -78,9 +86,10 @@ def save_checkpoint(
     (directory / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
+def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
+    """A checkpoint's config and its weights as numpy arrays, every tensor checked against the config."""
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.numpy import load_file
 
     cfg_path, weights = directory / CONFIG, directory / WEIGHTS
     for p in (cfg_path, weights):
@@ -120,19 +129,38 @@ def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
             f"layout ({obs.job_features} features)",
             file=str(cfg_path),
         )
-    net = TopDRLNet(net_cfg)
     try:
         state = load_file(str(weights))
-        net.load_state_dict(state)
-    except (SafetensorError, RuntimeError, OSError) as exc:
+    except (SafetensorError, OSError) as exc:
+        raise PolicyError(f"cannot load weights {weights}: {exc}", file=str(weights)) from None
+    expected = weight_shapes(net_cfg)
+    problems = [f"no tensor {name}" for name in expected if name not in state]
+    problems += [f"unexpected tensor {name}" for name in state if name not in expected]
+    problems += [
+        f"{name} has shape {tuple(state[name].shape)}, config.json implies {shape}"
+        for name, shape in expected.items()
+        if name in state and tuple(state[name].shape) != shape
+    ]
+    if problems:
         raise PolicyError(
-            f"cannot load weights {weights}: {exc}",
+            f"cannot load weights {weights}: {'; '.join(problems)}",
             file=str(weights),
             hint="the weights do not match config.json; re-export the checkpoint",
-        ) from None
-    net.eval()
+        )
     ckpt = Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
-    return ckpt, net
+    return ckpt, state
+
+
+def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
+    """A checkpoint as a torch module, for training; deciding needs only :func:`read_checkpoint`."""
+    import torch
+
+    from slurmrl.rl.network import TopDRLNet
+
+    ckpt, state = read_checkpoint(directory)
+    net = TopDRLNet(ckpt.net)
+    net.load_state_dict({name: torch.from_numpy(array) for name, array in state.items()})
+    return ckpt, net.eval()
 
 
 def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
@@ -154,7 +182,7 @@ class TopDRLPolicy:
 
     def __init__(
         self,
-        net: TopDRLNet,
+        weights: NumpyTopDRL,
         obs: ObsConfig,
         placement: PlacementPolicy,
         *,
@@ -162,10 +190,7 @@ class TopDRLPolicy:
         name: str = "topdrl",
     ) -> None:
         self.name = name
-        self.net = net.eval()
-        # Decisions run on a numpy copy of the weights taken now (see
-        # slurmrl.rl.inference): a policy is a fixed function of its checkpoint.
-        self._infer = NumpyTopDRL(net.cfg, {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()})
+        self._infer = weights
         self.obs_config = obs
         self.placement = placement
         self.allow_wait = allow_wait
@@ -179,12 +204,21 @@ class TopDRLPolicy:
         from slurmrl.policy.registry import make_placement
 
         directory = Path(directory)
-        ckpt, net = load_checkpoint(directory)
+        ckpt, state = read_checkpoint(directory)
         obs = ckpt.obs
         if window is not None:
             obs = ObsConfig(window, min(obs.oldest, window), obs.models)
         place = placement or make_placement(ckpt.placement)
-        return cls(net, obs, place, allow_wait=ckpt.allow_wait, name=f"topdrl:{directory.name}")
+        weights = NumpyTopDRL(ckpt.net, state)
+        return cls(weights, obs, place, allow_wait=ckpt.allow_wait, name=f"topdrl:{directory.name}")
+
+    @classmethod
+    def from_net(
+        cls, net: TopDRLNet, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False
+    ) -> TopDRLPolicy:
+        """The policy of a network in training, on a numpy copy of its weights taken now."""
+        state = {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
+        return cls(NumpyTopDRL(net.cfg, state), obs, placement, allow_wait=allow_wait)
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         """A deployable policy never reads true durations."""

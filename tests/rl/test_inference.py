@@ -59,3 +59,11 @@ def test_missing_tensor_is_named() -> None:
     state = {k: v.numpy() for k, v in net.state_dict().items() if not k.startswith("wait.2")}
     with pytest.raises(ValueError, match="wait.2"):
         NumpyTopDRL(net.cfg, state)
+
+
+def test_weight_shapes_are_those_of_the_torch_network() -> None:
+    from slurmrl.rl.netconfig import weight_shapes
+
+    for hidden, conv in [(64, 16), (16, 4)]:
+        net = new_network(ObsConfig(window=4, oldest=2), hidden=hidden, conv=conv)
+        assert weight_shapes(net.cfg) == {k: tuple(v.shape) for k, v in net.state_dict().items()}

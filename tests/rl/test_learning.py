@@ -71,7 +71,7 @@ def test_ppo_learns_short_jobs_first(tmp_path: Path) -> None:
     )
     train(cfg, tmp_path, workloads=[train_wl], progress=False)
     _, net = load_checkpoint(tmp_path)
-    agent = TopDRLPolicy(net, obs, Topology())
+    agent = TopDRLPolicy.from_net(net, obs, Topology())
     learned = run_policy(eval_wl, agent).summary["avg_jct"]
     fifo = run_policy(eval_wl, "fifo", placement="topology").summary["avg_jct"]
     rand = run_policy(eval_wl, _Random(0)).summary["avg_jct"]

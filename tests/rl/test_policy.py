@@ -54,7 +54,7 @@ def test_checkpoint_round_trip_gives_identical_decisions(tmp_path: Path) -> None
     ckpt, loaded = load_checkpoint(tmp_path)
     assert ckpt.obs == obs
     wl = trace_workload(_trace(), "1x2x8:v100")
-    a = _decisions(TopDRLPolicy(net, obs, Topology()), wl.trace, wl.cluster)
+    a = _decisions(TopDRLPolicy.from_net(net, obs, Topology()), wl.trace, wl.cluster)
     b = _decisions(TopDRLPolicy.from_dir(tmp_path), wl.trace, wl.cluster)
     assert a == b and any(a)
 
@@ -69,6 +69,44 @@ def test_missing_or_mismatched_checkpoint_is_a_policy_error(tmp_path: Path) -> N
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(PolicyError, match="cannot load weights"):
         load_checkpoint(tmp_path)
+
+
+def test_a_weight_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    obs = ObsConfig(window=8, oldest=2)
+    save_checkpoint(tmp_path, new_network(obs, hidden=16, conv=4), obs)
+    state = load_file(str(tmp_path / "model.safetensors"))
+    state["wait.2.weight"] = np.zeros((1, 8), dtype=np.float32)
+    save_file(state, str(tmp_path / "model.safetensors"))
+    with pytest.raises(PolicyError, match=r"wait\.2\.weight has shape \(1, 8\), config.json implies \(1, 16\)"):
+        TopDRLPolicy.from_dir(tmp_path)
+
+
+def test_the_shipped_policy_loads_and_decides_without_torch() -> None:
+    """The daemon's path: no torch import, whose start-up time and memory the daemon would pay for."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        from slurmrl.policy.registry import make_policy
+        from slurmrl.sim.experiment import prepare
+        from slurmrl.sim.simulator import Simulator
+
+        policy = make_policy("topdrl")
+        wl = prepare(trace="embedded:philly-sample", cluster="1x2x8:v100", limit=40)
+        sim = Simulator(wl.trace, wl.cluster)
+        view = sim.next_view()
+        starts = policy.decide(view).starts
+        print(len(starts), "torch" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) > 0
+    assert out[1] == "False"
 
 
 def test_every_start_is_feasible_and_order_covers_the_queue() -> None:
