@@ -51,7 +51,17 @@ class PreemptiveScheduler:
         raise NotImplementedError
 
     def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
+        """Whether ``job`` may stop ``victim``.
+
+        Must be monotone in :meth:`key`: a job that may not stop a victim may
+        not stop any running job ranked above that victim either. The pass
+        relies on it to stop early.
+        """
         raise NotImplementedError
+
+    def keys(self, jobs: list[JobView], now: float) -> list[Any]:
+        """:meth:`key` of many jobs (every running job, each pass); override to do it faster."""
+        return [self.key(j, now) for j in jobs]
 
     def rank(self, view: ClusterView) -> list[JobView]:
         """Pending jobs in rank order; subclasses may do better than a full sort."""
@@ -78,11 +88,7 @@ class PreemptiveScheduler:
         if not ranked:
             return Decisions(order=order, wake_at=self.wake_at(view))
         pool = view.pool.copy()
-        victims = sorted(
-            (j for j in view.running if j.placement is not None and self._unprotected(j, now)),
-            key=lambda j: self.key(j, now),
-            reverse=True,
-        )  # worst-ranked first
+        victims: list[JobView] | None = None  # worst-ranked first, sorted when first needed
         starts: list[Start] = []
         preempted: list[JobView] = []
         # Smallest GPU count that could neither be placed nor displace anyone
@@ -96,6 +102,8 @@ class PreemptiveScheduler:
                 if smallest_failure <= 1:
                     break
                 continue
+            if victims is None and (pool.total_free == 0 or job.gpus > pool.total_free):
+                victims = self._victims(view)
             if pool.total_free == 0 and (
                 not victims
                 or len(preempted) >= self.max_preempt_per_pass
@@ -106,6 +114,8 @@ class PreemptiveScheduler:
                 break
             placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
             if placement is None and len(preempted) < self.max_preempt_per_pass:
+                if victims is None:
+                    victims = self._victims(view)
                 placement = self._displace(job, pool, view, victims, preempted)
             if placement is None:
                 if unconstrained and (smallest_failure is None or job.gpus < smallest_failure):
@@ -123,6 +133,13 @@ class PreemptiveScheduler:
             wake_at=self.wake_at(view),
         )
 
+    def _victims(self, view: ClusterView) -> list[JobView]:
+        """Running jobs past their protection, worst-ranked first."""
+        now = view.now
+        jobs = [j for j in view.running if j.placement is not None and self._unprotected(j, now)]
+        keys = self.keys(jobs, now)
+        return [jobs[i] for i in sorted(range(len(jobs)), key=keys.__getitem__, reverse=True)]
+
     def _unprotected(self, job: JobView, now: float) -> bool:
         start = job.start_time if job.start_time is not None else now
         return now - start >= self.min_run
@@ -132,7 +149,11 @@ class PreemptiveScheduler:
     ) -> Placement | None:
         """Place ``job`` by stopping lower-ranked running jobs; commits the stops into ``pool``."""
         budget = self.max_preempt_per_pass - len(preempted)
-        candidates = [v for v in victims if self.may_preempt(v, job, view.now)][:budget]
+        candidates: list[JobView] = []
+        for victim in victims:  # those it may stop are a prefix (may_preempt is monotone)
+            if len(candidates) == budget or not self.may_preempt(victim, job, view.now):
+                break
+            candidates.append(victim)
         if not candidates or pool.total_free + sum(v.gpus for v in candidates) < job.gpus:
             return None
         scratch = pool.copy()

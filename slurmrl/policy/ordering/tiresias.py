@@ -55,17 +55,28 @@ class Tiresias(PreemptiveScheduler):
         self._promotions: list[tuple[float, str]] = []
         self.promotions = 0
         self._cache_time = math.nan
-        self._cache: dict[str, int] = {}
+        self._cache: dict[str, float] = {}  # job -> service counted since its last promotion, at _cache_time
 
-    def queue(self, job: JobView, now: float) -> int:
-        """Queue index, 0 = highest priority (memoised for the current pass)."""
+    def _counted(self, jobs: list[JobView], now: float) -> list[float]:
+        """Service counted since the last promotion of each job (memoised for the current pass).
+
+        Every pass reads it for every running job, to order the victims and
+        to find the next demotion, so it is computed once per job and pass.
+        """
         if now != self._cache_time:
             self._cache_time, self._cache = now, {}
-        found = self._cache.get(job.job_id)
-        if found is None:
-            counted = job.service(now) - self._offset.get(job.job_id, 0.0)
-            found = self._cache[job.job_id] = bisect.bisect_right(self.thresholds, counted)
-        return found
+        cache, offset = self._cache, self._offset
+        out = []
+        for job in jobs:
+            found = cache.get(job.job_id)
+            if found is None:
+                found = cache[job.job_id] = job.service(now) - offset.get(job.job_id, 0.0)
+            out.append(found)
+        return out
+
+    def queue(self, job: JobView, now: float) -> int:
+        """Queue index, 0 = highest priority."""
+        return bisect.bisect_right(self.thresholds, self._counted([job], now)[0])
 
     def prepare(self, view: ClusterView) -> None:
         self._cache_time = math.nan  # offsets may change below
@@ -106,6 +117,13 @@ class Tiresias(PreemptiveScheduler):
     def key(self, job: JobView, now: float) -> tuple[int, float, str]:
         return (self.queue(job, now), job.submit_time, job.job_id)
 
+    def keys(self, jobs: list[JobView], now: float) -> list[tuple[int, float, str]]:
+        thresholds = self.thresholds
+        return [
+            (bisect.bisect_right(thresholds, counted), job.submit_time, job.job_id)
+            for job, counted in zip(jobs, self._counted(jobs, now), strict=True)
+        ]
+
     def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
         return self.queue(victim, now) > self.queue(job, now)
 
@@ -114,11 +132,12 @@ class Tiresias(PreemptiveScheduler):
         if not view.pending:
             return None
         now, best = view.now, math.inf
-        for job in view.running:
-            q = self.queue(job, now)
-            if q < len(self.thresholds) and job.gpus > 0:
-                counted = job.service(now) - self._offset.get(job.job_id, 0.0)
-                best = min(best, now + (self.thresholds[q] - counted) / job.gpus)
+        thresholds = self.thresholds
+        running = [j for j in view.running if j.gpus > 0]
+        for job, counted in zip(running, self._counted(running, now), strict=True):
+            q = bisect.bisect_right(thresholds, counted)
+            if q < len(thresholds):
+                best = min(best, now + (thresholds[q] - counted) / job.gpus)
         heap = self._promotions
         while heap and heap[0][1] not in self._stopped:
             heapq.heappop(heap)
