@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from slurmrl.cluster import load_cluster
 from slurmrl.cluster.model import Placement
@@ -57,7 +56,6 @@ def synthetic_view(seed: int = 0, pending: int = 600) -> ClusterView:
 
 
 def bench_decision(policy_dir: Path, repeats: int = 200) -> None:
-    torch.set_num_threads(1)
     policy = TopDRLPolicy.from_dir(policy_dir, window=128)
     view = synthetic_view()
     for _ in range(10):
