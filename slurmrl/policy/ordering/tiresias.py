@@ -105,8 +105,13 @@ class Tiresias(PreemptiveScheduler):
         """
         offset, thresholds = self._offset, self.thresholds
         queues: list[list[JobView]] = [[] for _ in range(len(thresholds) + 1)]
+        top, first = queues[0], thresholds[0]
         for job in view.pending:
-            counted = job.attained_service - offset.get(job.job_id, 0.0)
+            attained = job.attained_service
+            if attained < first:  # offsets are never negative: the top queue, whatever the offset
+                top.append(job)
+                continue
+            counted = attained - offset.get(job.job_id, 0.0)
             queues[bisect.bisect_right(thresholds, counted)].append(job)
         ranked: list[JobView] = []
         for queue in queues:
