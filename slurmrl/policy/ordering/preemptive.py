@@ -102,7 +102,7 @@ class PreemptiveScheduler:
                 if smallest_failure <= 1:
                     break
                 continue
-            if victims is None and (pool.total_free == 0 or job.gpus > pool.total_free):
+            if victims is None and pool.total_free == 0:
                 victims = self._victims(view)
             if pool.total_free == 0 and (
                 not victims
