@@ -67,6 +67,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from slurmrl.cluster.model import Cluster, LinkTier, Placement
+from slurmrl.errors import ConfigError
 from slurmrl.perf.links import DEFAULT_BANDWIDTHS, LinkBandwidths
 from slurmrl.perf.zoo import MODELS, ModelProfile, canonical_model
 
@@ -82,6 +83,22 @@ INTERFERENCE_FLOOR = 0.5
 FLOOR_EXPONENT = -math.log(INTERFERENCE_FLOOR)
 
 _CACHE_LIMIT = 200_000  # entries per cache before it is dropped and rebuilt
+
+# What a running job's speed depends on. ``none``: nothing, every job runs at
+# its trace duration (the public simulators' assumption); ``placement``: the
+# links its GPUs cross; ``full``: that and its neighbours on shared nodes and
+# switches.
+SPEED_MODELS = ("none", "placement", "full")
+DEFAULT_SPEED_MODEL = "placement"
+
+
+def check_speed_model(name: str) -> str:
+    """``name`` if it is a speed model, else a one-line error listing the choices."""
+    if name not in SPEED_MODELS:
+        raise ConfigError(
+            f"unknown speed model '{name}'", column="speed_model", hint=f"use one of {', '.join(SPEED_MODELS)}"
+        )
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +134,21 @@ class PerformanceModel:
     O(neighbours x nodes per job) dictionary lookups.
     """
 
-    def __init__(self, cluster: Cluster, bandwidths: LinkBandwidths = DEFAULT_BANDWIDTHS) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        bandwidths: LinkBandwidths = DEFAULT_BANDWIDTHS,
+        *,
+        speed_model: str = "full",
+        reference_gpu: str = "",
+    ) -> None:
         self.cluster = cluster
         self.bandwidths = bandwidths
+        self.speed_model = check_speed_model(speed_model)
+        self.reference_gpu = reference_gpu
+        # Whether a job's speed depends on its neighbours; without it a speed
+        # is fixed at the start, and the simulator tracks no neighbourhoods.
+        self.colocation = speed_model == "full"
         # Effective bytes/s per tier: the minimum over the tier and all nearer ones.
         eff: dict[LinkTier, float] = {}
         running = float("inf")
@@ -205,8 +234,20 @@ class PerformanceModel:
             self._ideal[key] = cached
         return cached
 
+    def static_speed(self, model: str, placement: Placement) -> float:
+        """The speed of a job that no neighbour can slow: all a speed is without co-location."""
+        if self.speed_model == "none":
+            return 1.0
+        return self.placement_factor(model, placement)
+
+    def best_speed(self, model: str) -> float:
+        """The fastest this model can run anywhere on the cluster: what bounds divide by."""
+        return 1.0
+
     def placement_factor(self, model: str, placement: Placement) -> float:
         """Ideal over actual iteration time: 1 for an ideal placement, never above 1."""
+        if self.speed_model == "none":
+            return 1.0
         key = (model, placement)
         cached = self._factor.get(key)
         if cached is None:
@@ -280,7 +321,7 @@ class PerformanceModel:
         if found is not None:
             return found
         fp = self._footprint(placement)
-        sensitivity = self.profile(model).interference_sensitivity
+        sensitivity = self.profile(model).interference_sensitivity if self.colocation else 0.0
         racks = tuple(sorted(fp.racks)) if fp.multi_node else ()
         crosses_core = fp.multi_node and fp.tier == LinkTier.CROSS_RACK
         found = JobTerms(

@@ -10,6 +10,7 @@ Oracle policies, which are bounds and never deployed, get durations through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +34,10 @@ class JobView:
     placement: Placement | None = None  # set for running jobs
     attained_service: float = 0.0  # GPU-seconds run before the current start (preempted jobs)
     preemptions: int = 0
+    # From this time on ``num_nodes`` no longer binds: delay scheduling, where a
+    # job packed by default may spread once it has waited long enough (the
+    # simulator's ``--locality relax:S``). Never set for a user's own request.
+    spread_at: float = math.inf
 
     def running(self, start_time: float, placement: Placement) -> JobView:
         """This job as it runs from ``start_time`` on ``placement``.
@@ -43,8 +48,12 @@ class JobView:
         return JobView(
             self.job_id, self.gpus, self.submit_time, self.user, self.group, self.time_limit, self.name,
             self.model, self.num_nodes, self.gpu_type, start_time, placement, self.attained_service,
-            self.preemptions,
+            self.preemptions, self.spread_at,
         )
+
+    def max_nodes(self, now: float) -> int | None:
+        """The most nodes this job may span at ``now``; None when any number will do."""
+        return self.num_nodes if now < self.spread_at else None
 
     def waited(self, now: float) -> float:
         return max(0.0, now - self.submit_time)

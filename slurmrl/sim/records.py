@@ -27,6 +27,10 @@ class JobRecord:
     worst_link: int  # LinkTier value of the first placement (-1 if never started)
     time_limit: float  # NaN when none
     killed_at_limit: bool = False
+    # The shortest time the job could run anywhere on this cluster under the
+    # run's speed model (its duration unless faster GPUs exist): the bounds'
+    # processing time. NaN in files written before it was recorded.
+    best_time: float = float("nan")
 
     @property
     def jct(self) -> float:

@@ -25,10 +25,11 @@ from slurmrl.cluster.model import Cluster, LinkTier, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.perf import PerformanceModel, canonical_model, model_for
-from slurmrl.perf.model import JobTerms
+from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
+from slurmrl.sim.locality import Locality, parse_locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.traces.schema import Trace, TraceJob
 
@@ -48,14 +49,34 @@ _SLACK_MARGIN = 1e-9
 
 @dataclass(frozen=True)
 class SimConfig:
+    """How a replay charges jobs; every field is recorded with the results.
+
+    The defaults are the ones a scheduling researcher can check: jobs run at
+    their trace duration unless a published measurement says their placement
+    slows them (``speed_model``), multi-GPU jobs are packed into the fewest
+    nodes (``locality``), time limits are estimates policies read but nobody
+    enforces (the trace's jobs were not killed at them), and policies see a
+    job's model class only where the trace records one.
+    """
+
     seed: int = 0  # drives model assignment where the trace names none
     restart_overhead: float = DEFAULT_RESTART_OVERHEAD_S
-    enforce_time_limits: bool = True  # kill jobs at their time limit, as Slurm does
+    enforce_time_limits: bool = False  # kill jobs at their time limit, as Slurm does
     allow_preemption: bool = True
-    # Whether policies see each job's model class. Users of the daemon declare
-    # it in the job comment (``model=resnet50``), so a policy may rely on it;
-    # with False, the model drives speeds but stays hidden from policies.
-    reveal_models: bool = True
+    # Whether policies see the model class the simulator drew for jobs whose
+    # trace records none (a study of what that knowledge is worth). Models the
+    # trace records are always visible: users of the daemon declare them in
+    # the job comment or name (``model=resnet50``).
+    reveal_models: bool = False
+    speed_model: str = DEFAULT_SPEED_MODEL  # none | placement | full, see slurmrl.perf.model
+    locality: Locality = Locality()  # node counts for jobs whose trace records none
+    # GPU type the trace's durations were measured on; "" = the cluster's most
+    # common type, so a homogeneous cluster runs every job at its trace speed.
+    reference_gpu: str = ""
+
+    def __post_init__(self) -> None:
+        check_speed_model(self.speed_model)
+        object.__setattr__(self, "locality", parse_locality(self.locality))
 
 
 @dataclass(frozen=True)
@@ -117,7 +138,10 @@ class Simulator:
         self.trace = trace
         self.cluster = cluster
         self.config = config
-        self.perf = perf or PerformanceModel(cluster)
+        self.perf = perf or PerformanceModel(
+            cluster, speed_model=config.speed_model, reference_gpu=config.reference_gpu
+        )
+        self._colocation = self.perf.colocation
         self.pool = GpuPool(cluster)
         self.events: EventQueue[tuple[int, str | None, int]] = EventQueue(
             trace.jobs[0].submit_time if trace.jobs else 0.0
@@ -140,8 +164,10 @@ class Simulator:
         self._pass_due = False
         self._wake_pending: float | None = None
         self.finished_count = 0
+        locality = config.locality
         for job in trace.jobs:
             model = canonical_model(job.model, job.job_id, config.seed) if job.model else model_for(job.job_id, config.seed)
+            nodes, spread_after = locality.request(job.num_gpus, job.num_nodes, cluster)
             view = JobView(
                 job_id=job.job_id,
                 gpus=job.num_gpus,
@@ -151,8 +177,9 @@ class Simulator:
                 time_limit=job.time_limit,
                 name=job.name,
                 model=model if config.reveal_models else job.model,
-                num_nodes=job.num_nodes,
+                num_nodes=nodes,
                 gpu_type=job.gpu_type,
+                spread_at=job.submit_time + spread_after,
             )
             self.runs[job.job_id] = _Run(job, view, model)
             self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
@@ -266,8 +293,10 @@ class Simulator:
                     run.due = run.ends_at  # type: ignore[union-attr]
                     self.events.schedule(run.due, COMPLETION, (_END, job_id, tag))  # type: ignore[union-attr]
                     continue
-                # A job whose work runs out exactly at its limit counts as killed.
-                run.killed = run.kill_at <= t  # type: ignore[union-attr]
+                # Killed only if work was left when the limit came: a job whose
+                # work runs out exactly at its limit finished.
+                left = run.remaining - (t - run.last) * run.speed  # type: ignore[union-attr]
+                run.killed = run.kill_at <= t and left > 1e-9 * max(1.0, run.job.duration)  # type: ignore[union-attr]
                 self._stop(job_id, t, preempted=False)  # type: ignore[arg-type]
                 changed = True
             elif kind == _ARRIVE:
@@ -322,14 +351,21 @@ class Simulator:
         view = run.view.running(now, placement)
         run.view = view
         self.running[job_id] = view
+        limit = run.job.time_limit
+        # The limit counts wall time since this start, as Slurm's does.
+        run.kill_at = now + limit if self.config.enforce_time_limits and limit is not None else math.inf
+        if not self._colocation:
+            # Nobody can change this job's speed until it stops: schedule its end now.
+            run.speed = self.perf.static_speed(run.model, placement)
+            run.ends_at = run.due = min(now + run.remaining / run.speed, run.kill_at)
+            run.version += 1
+            self.events.schedule(run.due, COMPLETION, (_END, job_id, run.version))
+            return
         self._add_load(job_id, run, placement)
         dirty = self._dirty
         dirty[job_id] = True
         for other in self._neighbours(job_id, placement):
             dirty.setdefault(other, False)
-        limit = run.job.time_limit
-        # The limit counts wall time since this start, as Slurm's does.
-        run.kill_at = now + limit if self.config.enforce_time_limits and limit is not None else math.inf
 
     def _stop(self, job_id: str, now: float, *, preempted: bool) -> None:
         run = self.runs[job_id]
@@ -342,15 +378,9 @@ class Simulator:
         run.due = run.ends_at = math.inf
         del self.running[job_id]
         self.pool.release(placement)
-        relief = run.load.relief if run.load is not None else 0.0
-        self._remove_load(job_id, run)
         run.placement = None
-        dirty, runs = self._dirty, self.runs
-        for other in self._neighbours(job_id, placement):
-            neighbour = runs[other]
-            neighbour.slack -= neighbour.load.sensitivity * relief  # type: ignore[union-attr]
-            dirty.setdefault(other, False)
-        dirty.pop(job_id, None)
+        if self._colocation:
+            self._release_neighbours(job_id, run, placement)
         if preempted:
             run.preemptions += 1
             run.remaining += self.config.restart_overhead
@@ -368,6 +398,17 @@ class Simulator:
         self.finished_count += 1
         self._finished_since.append(FinishedJob(run.view, now, run.run_time))
         self._pass_due = True
+
+    def _release_neighbours(self, job_id: str, run: _Run, placement: Placement) -> None:
+        """Take a stopping job's load away and mark the neighbours it slowed for a new speed."""
+        relief = run.load.relief if run.load is not None else 0.0
+        self._remove_load(job_id, run)
+        dirty, runs = self._dirty, self.runs
+        for other in self._neighbours(job_id, placement):
+            neighbour = runs[other]
+            neighbour.slack -= neighbour.load.sensitivity * relief  # type: ignore[union-attr]
+            dirty.setdefault(other, False)
+        dirty.pop(job_id, None)
 
     def _add_load(self, job_id: str, run: _Run, placement: Placement) -> None:
         terms = run.load = self.perf.job_terms(run.model, placement)
@@ -436,7 +477,7 @@ class Simulator:
             if terms is None or (not started and run.slack > _SLACK_MARGIN):
                 continue
             speed, run.slack = speed_of(terms, node_load, rack_load, core_load)
-            if speed <= 0.0 or speed > 1.0 + 1e-9:
+            if not speed > 0.0:
                 raise RuntimeError(f"performance model gave job {job_id} an impossible speed {speed}")
             if not started and abs(speed - run.speed) <= 1e-12:
                 continue
@@ -468,4 +509,5 @@ class Simulator:
             worst_link=int(self.cluster.worst_link(p)) if p else -1,
             time_limit=run.job.time_limit if run.job.time_limit is not None else math.nan,
             killed_at_limit=run.killed,
+            best_time=run.job.duration / self.perf.best_speed(run.model),
         )

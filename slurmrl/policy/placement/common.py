@@ -9,13 +9,14 @@ of nodes a job actually gets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from slurmrl.cluster.model import Cluster, NodeAlloc, Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.view import JobView
+from slurmrl.policy.view import ClusterView, JobView
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,13 @@ def eligible(job: JobView, pool: GpuPool) -> np.ndarray:
             return np.zeros_like(mask)
         mask = mask & type_mask
     return mask
+
+
+def node_request(job: JobView, view: ClusterView | None) -> JobView:
+    """``job`` as placement must honour it now: without its node count once it may spread."""
+    if view is not None and view.now >= job.spread_at and job.num_nodes is not None:
+        return replace(job, num_nodes=None, spread_at=math.inf)
+    return job
 
 
 def may_fit_one_node(job: JobView, cluster: Cluster) -> bool:

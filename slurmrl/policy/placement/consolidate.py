@@ -12,7 +12,14 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.placement.common import best_fit_node, build, eligible, fewest_nodes, may_fit_one_node
+from slurmrl.policy.placement.common import (
+    best_fit_node,
+    build,
+    eligible,
+    fewest_nodes,
+    may_fit_one_node,
+    node_request,
+)
 from slurmrl.policy.view import ClusterView, JobView
 
 
@@ -20,6 +27,7 @@ class Consolidate:
     name = "consolidate"
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        job = node_request(job, view)
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible(job, pool)

@@ -11,6 +11,7 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.placement.common import node_request
 from slurmrl.policy.view import ClusterView, JobView
 
 
@@ -45,6 +46,7 @@ class FirstFit:
     name = "first-fit"
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
+        job = node_request(job, view)
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible_nodes(job, pool)

@@ -17,7 +17,7 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.placement.common import build, eligible, fewest_nodes, may_fit_one_node
+from slurmrl.policy.placement.common import build, eligible, fewest_nodes, may_fit_one_node, node_request
 from slurmrl.policy.view import ClusterView, JobView
 
 # Sensitivity assumed for a model the zoo does not know: none, so that jobs
@@ -82,6 +82,7 @@ class InterferenceAware:
         return self._node_sens
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        job = node_request(job, view)
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible(job, pool)

@@ -21,6 +21,7 @@ from slurmrl.policy.placement.common import (
     eligible,
     fewest_nodes,
     may_fit_one_node,
+    node_request,
     tables,
 )
 from slurmrl.policy.view import ClusterView, JobView
@@ -100,6 +101,7 @@ class Topology:
     name = "topology"
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        job = node_request(job, view)
         if job.gpus <= 0 or job.gpus > pool.total_free:
             return None
         mask = eligible(job, pool)
