@@ -41,7 +41,7 @@ DEFAULT_RESTART_OVERHEAD_S = 30.0
 
 
 # Event kinds: (kind, job id, version) travel through the queue.
-_END, _ARRIVE, _WAKE = range(3)
+_END, _ARRIVE, _WAKE, _SPREAD = range(4)
 # Slack a job must keep to be left at the interference floor unrecomputed:
 # far above the rounding error of the exponent's float sums.
 _SLACK_MARGIN = 1e-9
@@ -183,6 +183,9 @@ class Simulator:
             )
             self.runs[job.job_id] = _Run(job, view, model)
             self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
+            if nodes is not None and nodes < job.num_gpus and math.isfinite(spread_after):
+                # Delay scheduling: look at the job again once it may spread.
+                self.events.schedule(view.spread_at, WAKE, (_SPREAD, job.job_id, 0))
 
     # -- the backend surface: views out, decisions in ---------------------
 
@@ -302,6 +305,9 @@ class Simulator:
             elif kind == _ARRIVE:
                 self.pending[job_id] = run.view  # type: ignore[index,union-attr]
                 self._pass_due = changed = True
+            elif kind == _SPREAD:
+                if job_id in self.pending:
+                    self._pass_due = True
             else:  # wake-up asked for by the policy
                 if self._wake_pending is not None and self._wake_pending <= t:
                     self._wake_pending = None

@@ -22,6 +22,7 @@ from slurmrl.sim.simulator import SimConfig, Simulator
 from slurmrl.traces.schema import Trace, TraceJob
 
 CLUSTER = load_cluster("2x2x4:v100")
+FULL = SimConfig(speed_model="full")  # co-location on: the neighbour bookkeeping under test
 
 jobs_strategy = st.lists(
     st.tuples(
@@ -93,24 +94,25 @@ def test_same_inputs_replay_identically() -> None:
     assert a.samples == b.samples
 
 
+class Scatter:
+    """Puts the first pending job on two GPUs of each of four nodes in two racks."""
+
+    name, deployable = "scatter", True
+
+    def bind_oracle(self, durations) -> None:  # pragma: no cover - deployable
+        pass
+
+    def decide(self, view):
+        from slurmrl.cluster.model import Placement
+
+        job = next(iter(view.pending))
+        placement = Placement.of([(n, [0, 1]) for n in range(4)])
+        return Decisions(order=(job.job_id,), starts=(Start(job.job_id, placement),))
+
+
 def test_worse_placement_is_slower_than_the_trace_duration() -> None:
     """An 8-GPU job forced across racks takes longer than its ideal-placement duration."""
     trace = make_trace([(0.0, 1000.0, 8, "vgg16")])
-
-    class Scatter:
-        name, deployable = "scatter", True
-
-        def bind_oracle(self, durations) -> None:  # pragma: no cover - deployable
-            pass
-
-        def decide(self, view):
-            from slurmrl.cluster.model import Placement
-
-            job = next(iter(view.pending))
-            # Two GPUs on each of four nodes in two racks.
-            placement = Placement.of([(n, [0, 1]) for n in range(4)])
-            return Decisions(order=(job.job_id,), starts=(Start(job.job_id, placement),))
-
     scattered = Simulator(trace, CLUSTER).run(Scatter()).records[0]
     ideal = Simulator(trace, CLUSTER).run(make_policy("fifo")).records[0]
     assert ideal.run_time == pytest.approx(1000.0)
@@ -120,17 +122,41 @@ def test_worse_placement_is_slower_than_the_trace_duration() -> None:
 
 def test_colocation_slows_both_jobs() -> None:
     trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (0.0, 1000.0, 2, "vgg16")])
-    alone = Simulator(make_trace([(0.0, 1000.0, 2, "vgg16")]), CLUSTER).run(make_policy("fifo")).records[0]
-    shared = Simulator(trace, CLUSTER).run(make_policy("fifo")).records
-    assert alone.run_time == pytest.approx(1000.0)
-    assert all(r.run_time > alone.run_time for r in shared)
+    alone = Simulator(make_trace([(0.0, 1000.0, 2, "vgg16")]), CLUSTER, config=FULL).run(make_policy("fifo"))
+    shared = Simulator(trace, CLUSTER, config=FULL).run(make_policy("fifo")).records
+    assert alone.records[0].run_time == pytest.approx(1000.0)
+    assert all(r.run_time > alone.records[0].run_time for r in shared)
 
 
-def test_time_limit_kills_the_job() -> None:
-    job = TraceJob("long", 0.0, 5000.0, 1, time_limit=3600.0)
-    rec = Simulator(Trace((job,), "t", "constructed"), CLUSTER).run(make_policy("fifo")).records[0]
-    assert rec.killed_at_limit
-    assert rec.end_time == pytest.approx(3600.0)
+@pytest.mark.parametrize("speed_model", ["none", "placement"])
+def test_without_colocation_neighbours_cost_nothing(speed_model: str) -> None:
+    trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (0.0, 1000.0, 2, "vgg16")])
+    records = Simulator(trace, CLUSTER, config=SimConfig(speed_model=speed_model)).run(make_policy("fifo")).records
+    assert [r.run_time for r in records] == [1000.0, 1000.0]
+
+
+def test_speed_model_none_ignores_placement() -> None:
+    """Under ``none`` a job scattered over racks runs exactly its trace duration."""
+    trace = make_trace([(0.0, 1000.0, 8, "vgg16")])
+    rec = Simulator(trace, CLUSTER, config=SimConfig(speed_model="none")).run(Scatter()).records[0]
+    assert rec.worst_link == 3 and rec.run_time == 1000.0
+
+
+def test_time_limit_kills_the_job_only_when_asked() -> None:
+    trace = Trace((TraceJob("long", 0.0, 5000.0, 1, time_limit=3600.0),), "t", "constructed")
+    killed = Simulator(trace, CLUSTER, config=SimConfig(enforce_time_limits=True)).run(make_policy("fifo"))
+    assert killed.records[0].killed_at_limit
+    assert killed.records[0].end_time == pytest.approx(3600.0)
+    kept = Simulator(trace, CLUSTER).run(make_policy("fifo")).records[0]
+    assert not kept.killed_at_limit and kept.end_time == 5000.0
+
+
+@pytest.mark.parametrize("speed_model", ["none", "placement", "full"])
+def test_a_job_whose_work_ends_at_its_limit_finished(speed_model: str) -> None:
+    trace = Trace((TraceJob("exact", 0.0, 3600.0, 2, time_limit=3600.0),), "t", "constructed")
+    config = SimConfig(enforce_time_limits=True, speed_model=speed_model)
+    rec = Simulator(trace, CLUSTER, config=config).run(make_policy("fifo")).records[0]
+    assert rec.end_time == 3600.0 and not rec.killed_at_limit
 
 
 def test_preemption_requeues_and_charges_restart() -> None:
@@ -217,11 +243,11 @@ def test_jobs_left_at_the_interference_floor_replay_as_if_recomputed(monkeypatch
         return speed_from_loads(*args)
 
     monkeypatch.setattr(PerformanceModel, "speed_from_loads", staticmethod(counted))
-    skipping = Simulator(make_trace(rows), cluster).run(Spread())
+    skipping = Simulator(make_trace(rows), cluster, config=FULL).run(Spread())
     with_skips = calls["n"]
     monkeypatch.setattr(simulator, "_SLACK_MARGIN", math.inf)
     calls["n"] = 0
-    recomputing = Simulator(make_trace(rows), cluster).run(Spread())
+    recomputing = Simulator(make_trace(rows), cluster, config=FULL).run(Spread())
     assert skipping.records == recomputing.records
     assert skipping.samples == recomputing.samples
     assert with_skips < calls["n"]  # some jobs did sit at the floor
@@ -230,7 +256,7 @@ def test_jobs_left_at_the_interference_floor_replay_as_if_recomputed(monkeypatch
 def test_a_job_slowed_and_sped_up_again_ends_when_its_work_is_done() -> None:
     """End events pushed only when an end moves earlier still end each job on time."""
     trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (100.0, 200.0, 2, "vgg16")])
-    records = {r.job_id: r for r in Simulator(trace, CLUSTER).run(make_policy("fifo")).records}
+    records = {r.job_id: r for r in Simulator(trace, CLUSTER, config=FULL).run(make_policy("fifo")).records}
     first, second = records["j0"], records["j1"]
     assert first.start_time == 0.0 and second.start_time == 100.0
     # The two share a node while both run: j1 is slowed as much as j0 is.
