@@ -25,9 +25,11 @@ from slurmrl.sim.experiment import prepare, run_policy
 TARGETS = {"fifo-backfill+topology": 10.0, "slurm+first-fit": 20.0}
 
 
-def run(policy: str, placement: str | None, load: float | None, limit: int | None = None) -> dict[str, float]:
+def run(
+    policy: str, placement: str | None, arrival_scale: float | None, limit: int | None = None
+) -> dict[str, float]:
     workload = prepare(
-        trace=str(shared_traces_dir() / PHILLY), cluster="8x8x8:v100", load=load, limit=limit
+        trace=str(shared_traces_dir() / PHILLY), cluster="8x8x8:v100", arrival_scale=arrival_scale, limit=limit
     )
     t0 = time.perf_counter()
     out = run_policy(workload, policy, placement=placement)
@@ -40,7 +42,7 @@ def run(policy: str, placement: str | None, load: float | None, limit: int | Non
         "decisions": decisions,
         "ms_per_decision": 1000 * wall / max(1, decisions),
         "avg_queue": float(out.summary["avg_queue_length"]),  # type: ignore[arg-type]
-        "completed": float(out.summary["completed"]),  # type: ignore[arg-type]
+        "finished": float(out.summary["finished"]),  # type: ignore[arg-type]
     }
 
 
@@ -72,10 +74,10 @@ def main() -> None:
         return
     print()
     print("Cost per decision as the pending queue grows (first 12,000 jobs, fifo-backfill+topology)")
-    print(f"{'load x':>7}{'avg queue':>11}{'ms/dec':>9}{'wall s':>8}")
-    for load in (0.5, 1.0, 2.0, 4.0, 8.0):
-        r = run("fifo-backfill", "topology", load, limit=12_000)
-        print(f"{load:>7.1f}{r['avg_queue']:>11.1f}{r['ms_per_decision']:>9.3f}{r['wall']:>8.2f}")
+    print(f"{'arr. x':>7}{'avg queue':>11}{'ms/dec':>9}{'wall s':>8}")
+    for scale in (0.5, 1.0, 2.0, 4.0, 8.0):
+        r = run("fifo-backfill", "topology", scale, limit=12_000)
+        print(f"{scale:>7.1f}{r['avg_queue']:>11.1f}{r['ms_per_decision']:>9.3f}{r['wall']:>8.2f}")
 
 
 if __name__ == "__main__":

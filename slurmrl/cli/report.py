@@ -29,9 +29,12 @@ def report(results: tuple[Path, ...], out: Path, cards: Path | None) -> None:
     Runs are grouped into scenarios by workload; open the printed index.html
     in a browser, no server needed.
     """
-    from slurmrl.report import render_report
+    from slurmrl.extras import require_extra
 
     try:
+        require_extra("report")
+        from slurmrl.report import render_report
+
         index = render_report(list(results), out, cards=cards)
     except SlurmrlError as exc:
         raise click.ClickException(exc.format()) from None

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from slurmrl.cli.options import build_workload, progress_bar, workload_options
+from slurmrl.cli.options import (
+    build_settings,
+    build_workload,
+    progress_bar,
+    seed_list,
+    sim_options,
+    workload_options,
+)
 from slurmrl.errors import ConfigError
 
 TRAINABLE = {"topdrl": "topdrl-philly-v0"}
@@ -17,7 +24,7 @@ TRAINABLE = {"topdrl": "topdrl-philly-v0"}
 @click.option(
     "--scenario",
     "scenarios",
-    default="philly-64-week1,philly-64-week2",
+    default="philly-512-week1,philly-512-week2",
     show_default=True,
     help="Comma-separated training scenarios (same cluster).",
 )
@@ -57,6 +64,9 @@ def train(
     no_progress: bool,
 ) -> None:
     """Train an RL policy with PPO; the run folder is a loadable checkpoint."""
+    from slurmrl.extras import require_extra
+
+    require_extra("train")
     from slurmrl.rl.ppo import PPOConfig
     from slurmrl.rl.ppo import train as run_training
     from slurmrl.scenarios import get_scenario
@@ -92,22 +102,31 @@ def train(
 
 @click.command()
 @workload_options
+@sim_options
 @click.option("--policy", required=True, help="A registered policy name or a checkpoint folder.")
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (as simulate --json).")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: bool, **opts) -> None:
     """Replay a workload under a policy, by name or from a trained checkpoint folder."""
-    from slurmrl.cli.simulate import print_run
+    from slurmrl.cli.simulate import print_run, print_seeds
     from slurmrl.sim.experiment import run_policy
 
-    workload = build_workload(opts)
-    target: object = policy
-    if Path(policy).is_dir():
-        from slurmrl.policy.registry import make_placement
-        from slurmrl.rl.topdrl import TopDRLPolicy
+    settings = build_settings(opts)
+    seeds = seed_list(opts)
+    results = []
+    for seed in seeds:
+        workload = build_workload(opts, seed=seed)
+        target: object = policy
+        if Path(policy).is_dir():  # a fresh policy per seed: its history of finished jobs starts empty
+            from slurmrl.policy.registry import make_placement
+            from slurmrl.rl.topdrl import TopDRLPolicy
 
-        target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
-    with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
-        result = run_policy(workload, target, placement=placement, progress=bar)  # type: ignore[arg-type]
-    print_run(workload, result, as_json)
+            target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
+        with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
+            results.append(run_policy(workload, target, placement=placement, settings=settings,  # type: ignore[arg-type]
+                                      progress=bar))
+    if len(seeds) == 1:
+        print_run(workload, results[0], as_json, settings)
+    else:
+        print_seeds(workload, [r.summary for r in results], results[0].meta, seeds, as_json, settings, None)

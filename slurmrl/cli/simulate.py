@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
 
-from slurmrl.cli.options import build_workload, progress_bar, workload_options
+from slurmrl.cli.options import (
+    build_settings,
+    build_workload,
+    progress_bar,
+    seed_list,
+    sim_options,
+    workload_header,
+    workload_options,
+)
 from slurmrl.errors import SlurmrlError
-from slurmrl.sim.experiment import RunOutput, Workload, run_policy
+from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy
+from slurmrl.sim.seeds import SeedStat
 
 TABLE_COLUMNS = [
-    "policy", "placement", "completed", "avg_jct", "p50_jct", "p95_jct", "avg_wait",
+    "policy", "placement", "finished", "killed", "avg_jct", "p50_jct", "p95_jct", "avg_wait",
     "makespan", "gpu_utilization", "multi_gpu_local_fraction", "jct_over_bound", "makespan_over_bound",
 ]
 
 
-def _run(workload: Workload, policy: str, placement: str | None, show_progress: bool) -> RunOutput:
+def _run(workload: Workload, policy: str, placement: str | None, settings: SimSettings,
+         show_progress: bool) -> RunOutput:
     label = f"{policy}" + (f"+{placement}" if placement else "")
     with progress_bar(len(workload.trace.jobs), label, show_progress) as bar:
-        return run_policy(workload, policy, placement=placement, progress=bar)
+        return run_policy(workload, policy, placement=placement, settings=settings, progress=bar)
 
 
 def _strict(value: object) -> object:
@@ -30,41 +41,70 @@ def _strict(value: object) -> object:
     return value
 
 
+def save_run(out: Path, result: RunOutput) -> None:
+    """One run's result folder; ``speed_model`` also at the top of summary.json, as it changes every figure."""
+    from slurmrl.sim.results import write_results
+
+    summary = {**result.summary, "speed_model": result.meta["speed_model"]}
+    write_results(out, summary=summary, records=result.records, samples=result.samples, meta=result.meta)
+
+
+def _seed_dir(out: Path, seed: int) -> Path:
+    return out / f"seed-{seed}"
+
+
 @click.command()
 @workload_options
+@sim_options
 @click.option("--policy", default="fifo", show_default=True, help="Policy name (see `slurmrl policies`).")
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write summary.json, jobs.csv and timeline.csv here.")
+              help="Write summary.json, jobs.csv and timeline.csv here (one folder per seed with --seeds).")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def simulate(policy: str, placement: str | None, as_json: bool, out: Path | None, no_progress: bool, **opts) -> None:
     """Replay a trace on a cluster under one policy and print its metrics."""
-    from slurmrl.sim.results import write_results
-
-    workload = build_workload(opts)
-    result = _run(workload, policy, placement, not no_progress)
-    if out is not None:
-        write_results(out, summary=result.summary, records=result.records, samples=result.samples, meta=result.meta)
-    print_run(workload, result, as_json)
+    settings = build_settings(opts)
+    seeds = seed_list(opts)
+    if len(seeds) == 1:
+        workload = build_workload(opts)
+        result = _run(workload, policy, placement, settings, not no_progress)
+        if out is not None:
+            save_run(out, result)
+        print_run(workload, result, as_json, settings)
+    else:
+        results = []
+        for seed in seeds:
+            workload = build_workload(opts, seed=seed)
+            results.append(_run(workload, policy, placement, settings, not no_progress))
+            if out is not None:
+                save_run(_seed_dir(out, seed), results[-1])
+        print_seeds(workload, [r.summary for r in results], results[0].meta, seeds, as_json, settings, out)
     if out is not None and not as_json:
         click.echo(f"results written to {out}")
 
 
-def print_run(workload: Workload, result: RunOutput, as_json: bool) -> None:
+def print_run(workload: Workload, result: RunOutput, as_json: bool, settings: SimSettings) -> None:
     """One run's summary: strict JSON (NaN as null) or an aligned listing."""
     if as_json:
         payload: dict[str, object] = {k: _strict(v) for k, v in result.summary.items()}
+        payload["speed_model"] = result.meta["speed_model"]
         payload["meta"] = result.meta
         click.echo(json.dumps(payload, indent=2, sort_keys=True))
         return
-    click.echo(f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
-               f"offered load {workload.offered_load:.2f}")
+    click.echo(workload_header(workload, settings))
     click.echo(f"policy {result.meta['policy']} + {result.meta['placement']}")
     width = max(len(k) for k in result.summary)
     for key, value in result.summary.items():
         shown = f"{value:.4g}" if isinstance(value, float) else str(value)
         click.echo(f"  {key:<{width}}  {shown}")
+
+
+def print_seeds(workload: Workload, summaries: Sequence[Mapping[str, object]], meta: Mapping[str, object],
+                seeds: list[int], as_json: bool, settings: SimSettings, out: Path | None) -> None:
+    """One policy's mean and 95% CI per metric over the seeds' runs (and aggregate.json under ``out``)."""
+    row = {"policy": meta["policy"], "placement": meta["placement"], "deployable": meta["deployable"]}
+    print_seed_table(workload, [[dict(row, **summary)] for summary in summaries], seeds, as_json, settings, out)
 
 
 def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
@@ -81,23 +121,9 @@ def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
     return pairs
 
 
-@click.command()
-@workload_options
-@click.option("--policies", default=None,
-              help="Comma-separated policies, each optionally NAME+PLACEMENT; default: every heuristic and bound.")
-@click.option("--placements", default=None,
-              help="Comma-separated placements to cross with every policy; default: each policy's own.")
-@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write comparison.csv/json and one result folder per run here.")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also render the HTML report into this folder.")
-@click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def compare(policies: str | None, placements: str | None, as_json: bool, out: Path | None,
-            report: Path | None, no_progress: bool, **opts) -> None:
-    """Replay one workload under several policies and print a comparison table."""
-    from slurmrl.policy.registry import policy_entry, policy_names
-    from slurmrl.sim.results import format_table, write_results, write_table_csv, write_table_json
+def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[str, str | None]]:
+    """The (policy, placement) runs asked for, checked before any minutes are spent on them."""
+    from slurmrl.policy.registry import placement_entry, policy_entry, policy_names
 
     if policies is None:
         pairs = [(n, None) for n in policy_names() if not policy_entry(n).learned]
@@ -106,33 +132,82 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
     if placements:
         places = [p.strip() for p in placements.split(",") if p.strip()]
         pairs = [(n, p) for n, fixed in pairs for p in ([fixed] if fixed else places)]
-    for name, place in pairs:  # fail on a typo before spending minutes on the first runs
+    for name, place in pairs:
         policy_entry(name)
         if place:
-            from slurmrl.policy.registry import placement_entry
-
             placement_entry(place)
-    workload = build_workload(opts)
+    return pairs
+
+
+def _compare_once(workload: Workload, pairs: list[tuple[str, str | None]], settings: SimSettings,
+                  runs_dir: Path | None, show_progress: bool) -> list[dict[str, object]]:
+    """One table row per (policy, placement) on one workload; result folders under ``runs_dir``."""
     rows: list[dict[str, object]] = []
-    runs_dir = (out or report)
     for name, place in pairs:
-        result = _run(workload, name, place, not no_progress)
+        result = _run(workload, name, place, settings, show_progress)
         row: dict[str, object] = {"policy": name, "placement": result.meta["placement"],
                                   "deployable": result.meta["deployable"]}
         row.update(result.summary)
         rows.append(row)
         if runs_dir is not None:
-            write_results(runs_dir / "runs" / f"{name}+{result.meta['placement']}", summary=result.summary,
-                          records=result.records, samples=result.samples, meta=result.meta)
-    if out is not None:
-        write_table_csv(out / "comparison.csv", rows)
-        write_table_json(out / "comparison.json", rows, meta={"workload": workload.label,
-                                                              "cluster": workload.cluster.describe()})
-    if as_json:
-        click.echo(json.dumps([{k: _strict(v) for k, v in r.items()} for r in rows], indent=2))
+            save_run(runs_dir / "runs" / f"{name}+{result.meta['placement']}", result)
+    return rows
+
+
+def _write_comparison(out: Path, rows: list[dict[str, object]], workload: Workload,
+                      settings: SimSettings) -> None:
+    from slurmrl.sim.experiment import workload_meta
+    from slurmrl.sim.results import write_table_csv, write_table_json
+
+    write_table_csv(out / "comparison.csv", rows)
+    meta = {"workload": workload.label, "cluster": workload.cluster.describe(), "seed": workload.seed,
+            **workload_meta(workload), **settings.as_meta()}
+    write_table_json(out / "comparison.json", rows, meta=meta)
+
+
+@click.command()
+@workload_options
+@sim_options
+@click.option("--policies", default=None,
+              help="Comma-separated policies, each optionally NAME+PLACEMENT; default: every heuristic and bound.")
+@click.option("--placements", default=None,
+              help="Comma-separated placements to cross with every policy; default: each policy's own.")
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write comparison.csv/json and one result folder per run here (one folder per seed with --seeds).")
+@click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also render the HTML report into this folder.")
+@click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
+def compare(policies: str | None, placements: str | None, as_json: bool, out: Path | None,
+            report: Path | None, no_progress: bool, **opts) -> None:
+    """Replay one workload under several policies and print a comparison table."""
+    from slurmrl.sim.results import format_table
+
+    if report is not None:  # fail on a missing extra before spending minutes on the runs
+        from slurmrl.extras import require_extra
+
+        require_extra("report")
+    settings = build_settings(opts)
+    pairs = _policy_pairs(policies, placements)
+    seeds = seed_list(opts)
+    base = out or report
+    per_seed: list[list[dict[str, object]]] = []
+    runs_dirs: list[Path] = []
+    for seed in seeds:
+        workload = build_workload(opts, seed=seed)
+        where = base if base is None or len(seeds) == 1 else _seed_dir(base, seed)
+        per_seed.append(_compare_once(workload, pairs, settings, where, not no_progress))
+        if where is not None:
+            runs_dirs.append(where / "runs")
+        if out is not None:
+            _write_comparison(out if len(seeds) == 1 else _seed_dir(out, seed), per_seed[-1], workload, settings)
+    if len(seeds) > 1:
+        print_seed_table(workload, per_seed, seeds, as_json, settings, out)
+    elif as_json:
+        click.echo(json.dumps([{k: _strict(v) for k, v in r.items()} for r in per_seed[0]], indent=2))
     else:
-        click.echo(f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
-                   f"offered load {workload.offered_load:.2f}")
+        rows = per_seed[0]
+        click.echo(workload_header(workload, settings))
         shown = [dict(r, policy=f"{r['policy']}*") if not r["deployable"] else r for r in rows]
         click.echo(format_table(shown, TABLE_COLUMNS))
         if len(shown) != sum(1 for r in rows if r["deployable"]):
@@ -140,5 +215,37 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
     if report is not None:
         from slurmrl.report import render_report
 
-        index = render_report([runs_dir / "runs"], report)
+        index = render_report(runs_dirs, report)
         click.echo(f"report written: open {index}")
+
+
+def print_seed_table(workload: Workload, per_seed: list[list[dict[str, object]]], seeds: list[int],
+                     as_json: bool, settings: SimSettings, out: Path | None) -> None:
+    """Per (policy, placement): mean +- 95% CI of every metric over the seeds; the table shows TABLE_COLUMNS."""
+    from slurmrl.sim.experiment import workload_meta
+    from slurmrl.sim.seeds import aggregate, format_seed_table
+
+    rows: list[dict[str, object]] = []
+    for i, first in enumerate(per_seed[0]):
+        stats = aggregate([{k: v for k, v in runs[i].items() if k != "deployable"} for runs in per_seed])
+        rows.append({"policy": first["policy"], "placement": first["placement"],
+                     "deployable": first["deployable"], **stats})
+    meta = {"workload": workload.label, "cluster": workload.cluster.describe(), "seeds": seeds,
+            **workload_meta(workload), **settings.as_meta()}
+    payload = {
+        "speed_model": settings.speed_model,
+        "meta": meta,
+        "rows": [{k: v.to_dict() if isinstance(v, SeedStat) else v for k, v in r.items()} for r in rows],
+    }
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "aggregate.json").write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+        return
+    click.echo(workload_header(workload, settings))
+    click.echo(f"seeds {seeds[0]}..{seeds[-1]}: mean ± 95% CI")
+    shown = [dict(r, policy=f"{r['policy']}*") if not r["deployable"] else r for r in rows]
+    click.echo(format_seed_table(shown, TABLE_COLUMNS))
+    if any(not r["deployable"] for r in rows):
+        click.echo("* reads true durations: a bound, not a deployable policy.")

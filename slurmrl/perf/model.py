@@ -39,24 +39,49 @@ Because the parameter-server exchange spreads over more NICs when a job uses
 more nodes, spreading a PS job can beat the "fewest nodes" placement we call
 ideal; ``placement_factor`` is clamped to 1 so it never reports a speed-up.
 
-Co-location. We never share a GPU, so only host and network resources are
-contended. Gavel measured a median 0.65 of solo throughput when two jobs
-space-share one V100 (Narayanan et al. OSDI'20); sharing a server but not a
-GPU is far milder, since only PCIe root complex, host CPUs (input pipelines)
-and memory bandwidth are shared; Jeon et al. (ATC'19, Philly) observe such
-intra-server interference without a per-pair figure. We pick a worst case of
-15% loss for one neighbour (both jobs fully sensitive; a neighbour costs the
-same whatever its GPU count, since the contended host resources are per job:
-input pipelines, PCIe root complex): under half of Gavel's same-GPU loss of 35%.
-Multi-node jobs that share a rack switch (or, when both cross racks, the
-core) lose up to 10% per such neighbour, a choice kept below the node term
-because switch fabrics are non-blocking within a rack. Each term scales with
-the product of both jobs' ``interference_sensitivity`` and enters as
-``exp(-loss)``, so losses add up across neighbours (the simulator keeps the
-sums per node and rack, which keeps a co-location change O(nodes)), an extra
-neighbour can only lower the factor, and the product is floored at 0.5
-so that a crowd of neighbours on other GPUs never costs much more than
-Gavel's median for two jobs on the same GPU.
+GPU types. A trace's durations were measured on one GPU type (the
+reference: ``reference_gpu``, or the cluster's most common type by GPU count
+when that is empty, so a homogeneous cluster replays durations as recorded).
+A placement runs at throughput(slowest type in it) / throughput(reference)
+for its model, from the table in :mod:`slurmrl.perf.gpu_types` (Gavel's
+measured K80/P100/V100 figures, NVIDIA's published A100 ones, documented
+scalings elsewhere). The type factor multiplies the link factor, which stays
+<= 1 and is priced against the reference type's best placement; a job on a
+faster type than the reference may therefore run above speed 1. A type the
+table lacks counts as the reference type; if the reference itself is such a
+type, no type is charged, for want of a figure to compare with.
+
+Co-location (``full`` only). We never share a GPU, so only host and network
+resources are contended, and each term is set from a measurement of exactly
+that:
+
+* Separate GPUs of one server. Gandiva (Xiao et al., OSDI'18, Section 3,
+  intra-server interference on a PCIe-switch server) measured two language
+  model jobs each losing 19% when run side by side, and ResNet-50 losing
+  nothing measurable next to a language model. ``NODE_CONTENTION`` is set so
+  that two jobs of sensitivity 1 (the zoo's LSTM language model) lose exactly
+  that 19%; every other pair loses less, scaled by the product of the two
+  jobs' ``interference_sensitivity``.
+* Jobs sharing the oversubscribed rack-to-core links. MLTCP (arXiv
+  2402.09589, "Congestion Control for DNN Training") measured training jobs that compete for a
+  bottleneck link running up to 2x slower per iteration than when their
+  communication phases interleave; CASSINI (Rajasekaran et al., NSDI'24)
+  recovers up to 1.6x average JCT on a 24-server testbed by avoiding such
+  overlaps. ``CORE_CONTENTION`` = ln 2 makes two fully sensitive jobs that
+  both cross racks lose that measured worst case (a factor 0.5); a pair of
+  zoo-median jobs loses about a quarter.
+* Multi-node jobs that merely share a rack switch are not charged: a
+  top-of-rack switch is non-blocking (Philly's racks: 100 Gb/s InfiniBand,
+  Jeon et al. ATC'19) and no measurement we found shows jobs on different
+  nodes of one rack slowing each other. Jobs sharing a node's NIC are
+  covered by the node term.
+
+Losses enter as ``exp(-loss)`` so they add up across neighbours (the
+simulator keeps the sums per node and on the core, which keeps a
+co-location change O(nodes)), and an extra neighbour can only lower the
+factor. The product is floored at 0.5: the largest slowdown any of these
+measurements reports (MLTCP's 2x) is not exceeded however many neighbours
+pile up.
 """
 
 from __future__ import annotations
@@ -68,17 +93,25 @@ from dataclasses import dataclass, replace
 
 from slurmrl.cluster.model import Cluster, LinkTier, Placement
 from slurmrl.errors import ConfigError
+from slurmrl.perf.gpu_types import GPU_TYPES, canonical_gpu, relative_throughput
 from slurmrl.perf.links import DEFAULT_BANDWIDTHS, LinkBandwidths
 from slurmrl.perf.zoo import MODELS, ModelProfile, canonical_model
 
-# Worst-case loss from one node-sharing neighbour (see module docstring):
-# under half of the 35% loss Gavel (OSDI'20) measured for same-GPU sharing.
-NODE_CONTENTION = 0.15
-# Worst-case loss from one multi-node neighbour on the same rack switch/core.
-NETWORK_CONTENTION = 0.10
-# Floor of the combined interference factor; Gavel's same-GPU median is 0.65,
-# and host/network sharing alone is not allowed to do much worse than that.
-INTERFERENCE_FLOOR = 0.5
+# Loss exponent of two sensitivity-1 jobs on separate GPUs of one server:
+# Gandiva (Xiao et al., OSDI'18, Section 3) measured two language-model jobs
+# side by side on one server each losing 19%, so exp(-NODE_CONTENTION) = 0.81.
+GANDIVA_LM_PAIR_SPEED = 0.81
+NODE_CONTENTION = -math.log(GANDIVA_LM_PAIR_SPEED)
+# Loss exponent of two sensitivity-1 jobs that both cross the rack-to-core
+# links: MLTCP (Rajasekaran et al., arXiv 2402.09589) measured jobs competing
+# for a bottleneck link iterating up to 2x slower than interleaved ones.
+MLTCP_WORST_SLOWDOWN = 2.0
+CORE_CONTENTION = math.log(MLTCP_WORST_SLOWDOWN)
+# Multi-node jobs sharing only a (non-blocking) rack switch: no measured loss.
+SWITCH_CONTENTION = 0.0
+# Floor of the combined co-location factor: the largest measured slowdown
+# above (MLTCP's 2x) is never exceeded, however many neighbours there are.
+INTERFERENCE_FLOOR = 1.0 / MLTCP_WORST_SLOWDOWN
 # The interference exponent beyond which a job runs at the floor.
 FLOOR_EXPONENT = -math.log(INTERFERENCE_FLOOR)
 
@@ -146,6 +179,13 @@ class PerformanceModel:
         self.bandwidths = bandwidths
         self.speed_model = check_speed_model(speed_model)
         self.reference_gpu = reference_gpu
+        # The table type the trace's durations were measured on (None: no
+        # figure for it, so no type is charged), and each node's table type,
+        # a type the table lacks counting as the reference.
+        self.reference_type = _reference_type(cluster, reference_gpu)
+        self._node_type = tuple(canonical_gpu(n.gpu_type) or self.reference_type for n in cluster.nodes)
+        self._cluster_types = tuple(sorted({t for t, n in zip(self._node_type, cluster.nodes, strict=True) if n.gpus and t}))
+        self._type_factors: dict[str, dict[str | None, float]] = {}
         # Whether a job's speed depends on its neighbours; without it a speed
         # is fixed at the start, and the simulator tracks no neighbourhoods.
         self.colocation = speed_model == "full"
@@ -234,6 +274,32 @@ class PerformanceModel:
             self._ideal[key] = cached
         return cached
 
+    def type_factor(self, model: str, gpu_type: str | None) -> float:
+        """Throughput of ``model`` on table type ``gpu_type`` over the reference type's."""
+        factors = self._type_factors.get(model)
+        if factors is None:
+            factors = self._type_factors[model] = {}
+        found = factors.get(gpu_type)
+        if found is None:
+            ref = self.reference_type
+            if self.speed_model == "none" or ref is None or gpu_type is None:
+                found = 1.0
+            else:
+                zoo = self.profile(model).name
+                found = relative_throughput(gpu_type, zoo) / relative_throughput(ref, zoo)
+            factors[gpu_type] = found
+        return found
+
+    def placement_type_factor(self, model: str, placement: Placement) -> float:
+        """The type factor of the slowest GPU type in ``placement``: a synchronous job's pace."""
+        node_type = self._node_type
+        return min((self.type_factor(model, node_type[a.node]) for a in placement.allocs), default=1.0)
+
+    def link_factor(self, model: str, placement: Placement) -> float:
+        """Ideal over actual iteration time on the reference type: 1 when ideal, never above 1."""
+        ideal = self.ideal_placement_time(model, placement.num_gpus)
+        return min(1.0, ideal / self.iteration_time(model, placement))
+
     def static_speed(self, model: str, placement: Placement) -> float:
         """The speed of a job that no neighbour can slow: all a speed is without co-location."""
         if self.speed_model == "none":
@@ -241,18 +307,27 @@ class PerformanceModel:
         return self.placement_factor(model, placement)
 
     def best_speed(self, model: str) -> float:
-        """The fastest this model can run anywhere on the cluster: what bounds divide by."""
-        return 1.0
+        """The fastest this model can run anywhere on the cluster: what bounds divide by.
+
+        The largest type factor over the cluster's GPU types (a best placement
+        has link factor 1); 1.0 under ``none``.
+        """
+        if self.speed_model == "none":
+            return 1.0
+        return max((self.type_factor(model, t) for t in self._cluster_types), default=1.0)
 
     def placement_factor(self, model: str, placement: Placement) -> float:
-        """Ideal over actual iteration time: 1 for an ideal placement, never above 1."""
+        """Link factor (<= 1) times the type factor of the slowest GPU type used.
+
+        1 for an ideal placement on the reference type; above 1 only on a
+        faster type than the reference.
+        """
         if self.speed_model == "none":
             return 1.0
         key = (model, placement)
         cached = self._factor.get(key)
         if cached is None:
-            ideal = self.ideal_placement_time(model, placement.num_gpus)
-            cached = min(1.0, ideal / self.iteration_time(model, placement))
+            cached = self.link_factor(model, placement) * self.placement_type_factor(model, placement)
             if len(self._factor) >= _CACHE_LIMIT:
                 self._factor.clear()
             self._factor[key] = cached
@@ -278,7 +353,7 @@ class PerformanceModel:
         placement: Placement,
         neighbours: Sequence[tuple[str, Placement]],
     ) -> float:
-        """Throughput fraction left after sharing nodes and switches, in [0.5, 1].
+        """Throughput fraction left after sharing nodes and the core, in [INTERFERENCE_FLOOR, 1].
 
         ``neighbours`` are the other running jobs (model, placement); those
         sharing neither a node nor (for multi-node pairs) a rack or the core
@@ -322,7 +397,7 @@ class PerformanceModel:
             return found
         fp = self._footprint(placement)
         sensitivity = self.profile(model).interference_sensitivity if self.colocation else 0.0
-        racks = tuple(sorted(fp.racks)) if fp.multi_node else ()
+        racks = tuple(sorted(fp.racks)) if fp.multi_node and SWITCH_CONTENTION > 0 else ()
         crosses_core = fp.multi_node and fp.tier == LinkTier.CROSS_RACK
         found = JobTerms(
             placement_factor=self.placement_factor(model, placement),
@@ -330,7 +405,7 @@ class PerformanceModel:
             nodes=tuple(fp.node_gpus),
             racks=racks,
             crosses_core=crosses_core,
-            relief=sensitivity * (NODE_CONTENTION + NETWORK_CONTENTION * (len(racks) + crosses_core)),
+            relief=sensitivity * (NODE_CONTENTION + SWITCH_CONTENTION * len(racks) + CORE_CONTENTION * crosses_core),
         )
         if len(self._terms) >= _CACHE_LIMIT:
             self._terms.clear()
@@ -351,10 +426,11 @@ class PerformanceModel:
         ``core_load`` those of the jobs crossing racks. Each co-located job
         costs a factor ``exp(-NODE_CONTENTION * s_self * s_other)`` (about
         ``1 - NODE_CONTENTION * s_self * s_other`` for one neighbour), the
-        most crowded node setting the pace of a synchronous job; multi-node
-        jobs also lose ``NETWORK_CONTENTION`` per neighbour on a shared rack
-        switch or on the core. O(nodes of the job), no cache lookups: this is
-        the simulator's hot path.
+        most crowded node setting the pace of a synchronous job; jobs crossing
+        racks also lose ``CORE_CONTENTION`` per unit of the other cross-rack
+        jobs' sensitivity (and ``SWITCH_CONTENTION`` per neighbour on a shared
+        rack switch, 0 by default). O(nodes of the job), no cache lookups:
+        this is the simulator's hot path.
 
         The slack is how far the exponent may fall before the speed rises
         off the floor (negative when it is not at the floor). With the
@@ -375,9 +451,9 @@ class PerformanceModel:
             for rack in terms.racks:
                 if rack_load[rack] > own:
                     net += rack_load[rack] - own
-            if terms.crosses_core and core_load > own:
-                net += core_load - own
-            exponent += NETWORK_CONTENTION * own * net
+            exponent += SWITCH_CONTENTION * own * net
+        if terms.crosses_core and core_load > own:
+            exponent += CORE_CONTENTION * own * (core_load - own)
         if exponent <= 0.0:
             return terms.placement_factor, -FLOOR_EXPONENT
         return terms.placement_factor * max(INTERFERENCE_FLOOR, math.exp(-exponent)), exponent - FLOOR_EXPONENT
@@ -388,7 +464,7 @@ class PerformanceModel:
         placement: Placement,
         neighbours: Sequence[tuple[str, Placement]] = (),
     ) -> float:
-        """Work-seconds done per wall-second, in (0, 1]."""
+        """Work-seconds done per wall-second: above 1 only on a faster GPU type than the reference."""
         return self.placement_factor(model, placement) * self.interference_factor(
             model, placement, neighbours
         )
@@ -406,3 +482,31 @@ def _fill(sizes: list[int], gpus: int) -> tuple[int, ...] | None:
             counts.append(take)
             left -= take
     return tuple(counts) if left <= 0 else None
+
+
+def _reference_type(cluster: Cluster, reference_gpu: str) -> str | None:
+    """The table type durations are read as measured on.
+
+    An explicit ``reference_gpu`` must name a table type. Empty means the
+    cluster's most common type by GPU count (ties broken by name), so that a
+    homogeneous cluster replays its trace as recorded; None if that type is
+    not in the table.
+    """
+    if reference_gpu.strip():
+        found = canonical_gpu(reference_gpu)
+        if found is None:
+            raise ConfigError(
+                f"unknown reference GPU type '{reference_gpu}'",
+                column="reference_gpu",
+                hint=f"use one of {', '.join(GPU_TYPES)}, or leave it empty for the cluster's most common type",
+            )
+        return found
+    counts: dict[str, int] = {}
+    for node in cluster.nodes:
+        if node.gpus:
+            key = canonical_gpu(node.gpu_type) or f"?{node.gpu_type.strip().lower()}"
+            counts[key] = counts.get(key, 0) + node.gpus
+    if not counts:
+        return None
+    best = min(counts, key=lambda k: (-counts[k], k))
+    return None if best.startswith("?") else best

@@ -142,26 +142,33 @@ class EasyBackfill(OrderedScheduler):
             found = placements.get(job_id)
             return found if found is not None else self._running[job_id][1]
 
-        # Nothing can fit before enough GPUs are free in total: release every
-        # job ending before that point in one batch, then go group by group.
+        # Nothing can fit before enough GPUs are free in total, nor before the
+        # nodes the head may span hold enough (``bound``): releases are kept
+        # in a batch, counted on plain ints, and written to the scratch pool
+        # only when a placement is worth trying. A try skipped that way is
+        # one the placement would have refused, so it still counts.
         groups = groupby(heapq.merge(self._ends, mine), key=itemgetter(0))
+        make_bound = getattr(self.placement, "bound", None)
+        bound = make_bound(head, scratch, now) if make_bound is not None else NodeBound(head, scratch, now)
         batch: list[Placement] = []
         freed = scratch.total_free
         tries = 0
         for end, group in groups:
             ending = [placement_of(job_id) for _, job_id in group]
+            batch.extend(ending)
+            for placement in ending:
+                freed += bound.release(placement)
             if freed < head.gpus:
-                batch.extend(ending)
-                freed += sum(p.num_gpus for p in ending)
-                if freed < head.gpus:
-                    continue
-                scratch.release_many(batch)
-            else:
-                for placement in ending:
-                    scratch.release(placement)
-            found = self.placement.place(head, scratch, view)
-            if found is not None:
-                return max(end, now), _mask(found, pool.free) & pool.free
+                continue
+            if bound.possible():
+                if len(batch) == 1:
+                    scratch.release(batch[0])
+                else:
+                    scratch.release_many(batch)
+                batch = []
+                found = self.placement.place(head, scratch, view)
+                if found is not None:
+                    return max(end, now), _mask(found, pool.free) & pool.free
             tries += 1
             if tries >= MAX_RESERVATION_TRIES:
                 break
@@ -223,6 +230,67 @@ class EasyBackfill(OrderedScheduler):
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
         return starts
+
+
+class NodeBound:
+    """Whether the nodes a job may span could hold it, as GPUs are released.
+
+    A necessary condition for any placement that honours the job's GPU type
+    and node count: the ``k`` eligible nodes with the most free GPUs hold at
+    least its GPUs (``k`` = the nodes it may span now, all nodes when any
+    number will do). Free counts only grow while a reservation releases
+    jobs, so the counts are kept as plain ints with a histogram of them, and
+    the condition, once met, stays met.
+    """
+
+    __slots__ = ("_need", "_k", "_counts", "_eligible", "_hist", "_met")
+
+    def __init__(self, job: JobView, pool: GpuPool, now: float) -> None:
+        cluster = pool.cluster
+        self._need = job.gpus
+        self._counts = pool.free_count.tolist()
+        if job.gpu_type:
+            self._eligible = [n.gpu_type == job.gpu_type for n in cluster.nodes]
+        else:
+            self._eligible = [True] * len(cluster.nodes)
+        k = job.max_nodes(now)
+        self._k = len(self._counts) if k is None else k
+        self._hist = [0] * (cluster.max_gpus_per_node + 1)
+        for count, ok in zip(self._counts, self._eligible, strict=True):
+            if ok:
+                self._hist[count] += 1
+        self._met = False
+
+    def release(self, placement: Placement) -> int:
+        """Count ``placement``'s GPUs as free; returns how many."""
+        counts, eligible, hist = self._counts, self._eligible, self._hist
+        total = 0
+        for node, gpus in placement.allocs:
+            k = len(gpus)
+            total += k
+            before = counts[node]
+            counts[node] = before + k
+            if eligible[node]:
+                hist[before] -= 1
+                hist[before + k] += 1
+        return total
+
+    def possible(self) -> bool:
+        if self._met:
+            return True
+        left, need, hist = self._k, self._need, self._hist
+        for count in range(len(hist) - 1, 0, -1):
+            n = hist[count]
+            if n:
+                take = n if n < left else left
+                need -= take * count
+                left -= take
+                if need <= 0:
+                    self._met = True
+                    return True
+                if left == 0:
+                    break
+        return False
 
 
 def _mask(placement: Placement, like: np.ndarray) -> np.ndarray:

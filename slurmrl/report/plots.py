@@ -118,14 +118,17 @@ def _render(draw, ident: str, title: str, **fig_kw: float) -> str:
 
 
 def jct_cdf(scenario: Scenario, colors: dict[str, str], ident: str = "jct-cdf") -> str:
-    """Empirical CDF of completed jobs' JCT per run, hours on a log axis."""
+    """Empirical CDF of finished jobs' JCT per run, hours on a log axis (killed jobs left out)."""
 
     spans: list[float] = []
 
     def draw(fig: Figure, axes: np.ndarray) -> None:
         ax = axes[0]
         for run in scenario.runs:
-            jct = np.array([r.jct for r in run.results.records if math.isfinite(r.end_time)]) / 3600.0
+            ended = [
+                r.jct for r in run.results.records if math.isfinite(r.end_time) and not r.killed_at_limit
+            ]
+            jct = np.array(ended) / 3600.0
             jct = np.sort(jct[np.isfinite(jct)])
             if not jct.size:
                 continue
@@ -142,7 +145,7 @@ def jct_cdf(scenario: Scenario, colors: dict[str, str], ident: str = "jct-cdf") 
             )
         _log_hours_axis(ax, spans)
         ax.set_xlabel("job completion time [hours, log scale]")
-        ax.set_ylabel("fraction of completed jobs")
+        ax.set_ylabel("fraction of finished jobs")
         ax.set_ylim(0, 1.02)
         _legend(ax, len(scenario.runs))
 

@@ -31,15 +31,16 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("jobs", "jobs", "count", "none", "jobs in the workload"),
-    Metric(
-        "completed",
-        "completed",
-        "count",
-        "higher",
-        "jobs that finished (including those killed at their limit)",
-    ),
+    Metric("finished", "finished", "count", "higher", "jobs that ended by running out of work"),
+    Metric("killed", "killed", "count", "lower", "jobs stopped at their time limit"),
     Metric("unfinished", "unfinished", "count", "lower", "jobs still queued or running when the run stopped"),
-    Metric("avg_jct", "mean JCT", "duration", "lower", "mean job completion time, submit to end"),
+    Metric(
+        "avg_jct",
+        "mean JCT",
+        "duration",
+        "lower",
+        "mean job completion time, submit to end, of finished jobs",
+    ),
     Metric("p50_jct", "p50 JCT", "duration", "lower", "median job completion time"),
     Metric("p95_jct", "p95 JCT", "duration", "lower", "95th percentile job completion time"),
     Metric("p99_jct", "p99 JCT", "duration", "lower", "99th percentile job completion time"),
@@ -62,6 +63,13 @@ METRICS: tuple[Metric, ...] = (
         "time-averaged share of free GPUs stranded on partly used nodes",
     ),
     Metric("avg_queue_length", "queue length", "two", "lower", "time-averaged number of pending jobs"),
+    Metric(
+        "idle_gpu_hours_waiting",
+        "idle GPU-h while jobs wait",
+        "two",
+        "lower",
+        "GPU-hours left free while at least one job was pending",
+    ),
     Metric(
         "multi_gpu_local_fraction",
         "multi-GPU in one node",
@@ -86,8 +94,21 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "jain_fairness_vcs", "Jain fairness (VCs)", "ratio", "higher", "Jain's index of per-VC mean slowdown"
     ),
+    Metric(
+        "ftf_rho_max",
+        "max finish-time fairness",
+        "two",
+        "lower",
+        "largest JCT / time on an equal 1/N share of the cluster (Themis' rho; 1 = fair)",
+    ),
+    Metric(
+        "ftf_unfair_fraction",
+        "jobs with rho > 1",
+        "ratio",
+        "lower",
+        "share of finished jobs served worse than by an equal share of the cluster",
+    ),
     Metric("preemptions", "preemptions", "count", "lower", "times a running job was stopped and requeued"),
-    Metric("killed_at_limit", "killed at limit", "count", "lower", "jobs stopped at their time limit"),
     Metric(
         "avg_jct_lower_bound",
         "mean JCT bound",
@@ -106,6 +127,21 @@ METRICS: tuple[Metric, ...] = (
         "jct_over_bound", "JCT / bound", "two", "lower", "mean JCT divided by its lower bound (1 = optimal)"
     ),
     Metric("makespan_over_bound", "makespan / bound", "two", "lower", "makespan divided by its lower bound"),
+    Metric(
+        "steady_avg_jct",
+        "steady mean JCT",
+        "duration",
+        "lower",
+        "mean JCT of the finished jobs in the middle 80% of arrivals (warm-up and drain left out)",
+    ),
+    Metric("steady_p95_jct", "steady p95 JCT", "duration", "lower", "95th percentile JCT of those jobs"),
+    Metric(
+        "steady_utilization",
+        "steady GPU util.",
+        "ratio",
+        "higher",
+        "fraction of GPUs busy between the first and last of those jobs' submissions",
+    ),
     Metric("wall_seconds", "sim. wall time", "duration", "lower", "seconds the simulation itself took"),
 )
 
@@ -169,8 +205,8 @@ def _fmt(x: float | None, kind: Kind, div: float) -> str:
 
 
 def _bound_values(scenario: Scenario) -> dict[str, float | None]:
-    """Bounds from the run that completed the most jobs: bounds cover completed jobs only."""
-    top = max(scenario.runs, key=lambda r: r.results.summary.completed)
+    """Bounds from the run that finished the most jobs: the JCT bound covers finished jobs only."""
+    top = max(scenario.runs, key=lambda r: r.results.summary.finished)
     return {
         "avg_jct": _value(top, "avg_jct_lower_bound"),
         "makespan": _value(top, "makespan_lower_bound"),

@@ -41,8 +41,8 @@ from slurmrl.rl.features import (
     ObsConfig,
     grid_shape,
 )
-from slurmrl.sim.experiment import Workload, prepare
-from slurmrl.sim.simulator import SimConfig, Simulator
+from slurmrl.sim.experiment import SimSettings, Workload, prepare, sim_config
+from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace
 
 REWARDS = ("jct", "throughput", "makespan")
@@ -50,7 +50,7 @@ REWARDS = ("jct", "throughput", "makespan")
 
 @dataclass(frozen=True)
 class EnvConfig:
-    scenarios: tuple[str, ...] = ("philly-64-week1", "philly-64-week2")
+    scenarios: tuple[str, ...] = ("philly-512-week1", "philly-512-week2")
     episode_jobs: int = 768
     reward: str = "jct"
     obs: ObsConfig = field(default_factory=ObsConfig)
@@ -135,7 +135,7 @@ class SchedEnv(gym.Env):
             t0 = window[0].submit_time
             window = tuple(replace(j, submit_time=t0 + (j.submit_time - t0) / factor) for j in window)
         trace = replace(wl.trace, jobs=window)
-        self.sim = Simulator(trace, self.cluster, config=SimConfig(seed=wl.seed))
+        self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
         self.featurizer = Featurizer(self.cluster, self.config.obs, Topology())
         self._jobs = len(window)
         self._ptr = 0

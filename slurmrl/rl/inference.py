@@ -10,7 +10,8 @@ checkpoint with ``safetensors.numpy``), and reads the very tensors
 
 Only the logits are computed; the value head serves training alone. Results
 match the torch module to float32 rounding (tests check both the numbers and
-the argmax on random observations).
+the decisions on random observations); :func:`pick` turns logits into a
+decision that does not depend on the CPU's rounding.
 """
 
 from __future__ import annotations
@@ -22,6 +23,29 @@ import numpy as np
 from slurmrl.rl.netconfig import NetConfig
 
 MASKED = -1e8  # the logit an infeasible action gets, as masked_logits gives it
+
+# Logits closer than this to the best count as tied (absolute + relative to
+# the best's magnitude). Rounding noise between CPUs is about 1e-8 on logits
+# of order 1e-2, three orders of magnitude below it; learned preferences
+# between distinct jobs are orders of magnitude above it.
+TIE_ATOL = 1e-5
+TIE_RTOL = 1e-5
+
+
+def pick(logits: np.ndarray) -> int:
+    """The chosen action: the lowest index whose logit is within the tie tolerance of the best.
+
+    Identical window rows (equal jobs, empty slots) score equal in exact
+    arithmetic, but matrix products sum in an order that depends on the CPU's
+    vector width and on a row's position, so their last bits differ between
+    machines and a plain ``argmax`` picks a different job on each. Taking the
+    lowest index among near-ties makes the decision the same everywhere,
+    except for a logit that lands within rounding noise of the tolerance
+    edge itself: a far rarer event than an exact tie.
+    """
+    best = float(logits.max())
+    tol = TIE_ATOL + TIE_RTOL * abs(best)
+    return int(np.flatnonzero(logits >= best - tol)[0])
 
 
 def _relu(x: np.ndarray) -> np.ndarray:

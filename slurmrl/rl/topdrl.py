@@ -3,9 +3,10 @@
 At each decision point the agent scores the window of pending jobs; the best
 feasible one starts on the GPUs the ``topology`` placement picks (the closest
 free ones), and the agent is asked again with the updated cluster until it
-says wait or nothing fits. Decisions are the argmax of the masked logits, so
+says wait or nothing fits. Decisions are the argmax of the masked logits,
+near-ties going to the lowest index (:func:`~slurmrl.rl.inference.pick`), so
 the same view always gives the same decisions, in the simulator and beside
-slurmctld alike.
+slurmctld alike, on any CPU.
 
 A checkpoint is a folder with ``model.safetensors`` (weights only, no pickle)
 and ``config.json`` (network constructor arguments and observation layout),
@@ -30,7 +31,7 @@ from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, Featurizer, ObsConfig
-from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.inference import NumpyTopDRL, pick
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ class TopDRLPolicy:
             if not obs.mask[:k].any():
                 break
             logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
-            best = int(np.argmax(logits))
+            best = pick(logits)
             ranked = np.argsort(-logits[: len(window)], kind="stable")
             ranked_window = [window[i] for i in ranked.tolist()]
             if best >= k or best >= len(window):

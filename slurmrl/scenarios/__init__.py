@@ -1,10 +1,10 @@
-"""Named benchmark scenarios: a trace window, a cluster and an offered load.
+"""Named benchmark scenarios: a trace window on a cluster.
 
-A full-size Philly cluster runs the shared window at about a quarter of its
-GPUs busy, where every policy looks the same. Each scenario therefore picks a
-cluster and compresses arrivals until the offered load (GPU-seconds asked per
-GPU-second available) reaches a target, so that queues form and ordering and
-placement decisions matter.
+Every scenario replays its trace on the trace's own timeline (arrival scale
+1) and sizes the cluster to the trace; contended variants use a smaller
+cluster for the same timeline, never stretched or compressed time. The
+offered load is what comes out (``slurmrl scenarios`` computes it), not a
+target; ``--arrival-scale``/``--target-load`` change it explicitly.
 """
 
 from slurmrl.scenarios.catalog import SCENARIOS, Scenario, get_scenario, scenario_names

@@ -6,16 +6,18 @@ that no schedule can beat gives a scale-free "distance from optimal" that can
 be compared across traces, loads and cluster sizes.
 
 All bounds take parallel arrays: submit (release) times ``r``, ideal run times
-``p`` (the trace duration under ideal placement), GPU counts ``g`` and the
-cluster's GPU count ``G``. They rely only on two facts about every feasible
-schedule: a job occupies ``g_j`` GPUs for at least ``p_j`` seconds (placement
-slowdowns, preemption and restarts only add time), and at most ``G`` GPUs are
-busy at any instant.
+``p`` (the fastest a job could run anywhere on the cluster under the run's
+speed model), GPU counts ``g`` and the cluster's GPU count ``G``. They rely
+only on two facts about every feasible schedule: a job occupies ``g_j`` GPUs
+for at least ``p_j`` seconds, making progress no faster than ``1 / p_j`` of
+its work per second (placement slowdowns, preemption and restarts only add
+time), and at most ``G`` GPUs are busy at any instant.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -72,25 +74,26 @@ def makespan_lower_bound(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: i
     return max(float(np.max(ra + pa)), area)
 
 
-def srpt_fluid_response_times(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int) -> np.ndarray:
-    """Response times (completion − submit) of preemptive SRPT on one pooled machine.
+def _pooled_schedule(
+    ra: np.ndarray, work: np.ndarray, speed: float, *, remaining_first: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Completion times and ``integral of t * rate dt`` per job on one pooled machine.
 
-    The machine runs at speed ``G`` and job ``j`` brings work ``w_j = g_j p_j``.
-    Exact event simulation: between two arrivals the job with the least
-    remaining work runs alone; an arrival can only preempt the running job, so
-    there are at most ``2n`` heap operations — O(n log n).
+    The machine processes ``speed`` units of work per second and gives all of
+    it to one available job: the one with the least remaining work
+    (``remaining_first``, SRPT) or the least total work (shortest total work
+    first); ties go to the earlier release. Between two releases the chosen
+    job runs until it ends or the next release, so each release preempts at
+    most once: at most ``2n`` heap operations, O(n log n).
     """
-    ra, pa, ga = _arrays(r, p, g, total_gpus)
     n = ra.size
-    out = np.zeros(n, dtype=np.float64)
-    if n == 0:
-        return out
     order = np.argsort(ra, kind="stable")
     r_list = ra[order].tolist()
-    w_list = (ga * pa)[order].tolist()
-    speed = float(total_gpus)
-    heap: list[tuple[float, int]] = []  # (remaining work, position in sorted order)
-    done = np.zeros(n, dtype=np.float64)
+    w_list = work[order].tolist()
+    rem = list(w_list)
+    done = [0.0] * n
+    moment = [0.0] * n
+    heap: list[tuple[float, int]] = []  # (priority key, position in release order)
     t = r_list[0]
     i = 0
     while i < n or heap:
@@ -99,47 +102,121 @@ def srpt_fluid_response_times(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gp
         while i < n and r_list[i] <= t:
             heapq.heappush(heap, (w_list[i], i))
             i += 1
-        remaining, k = heap[0]
-        finish = t + remaining / speed
-        next_arrival = r_list[i] if i < n else float("inf")
-        if finish <= next_arrival:
+        k = heap[0][1]
+        finish = t + rem[k] / speed
+        next_release = r_list[i] if i < n else math.inf
+        stop = min(finish, next_release)
+        # integral of t over [t, stop] at rate `speed`; (a-b)(a+b) keeps precision at large t.
+        moment[k] += speed * (stop - t) * (stop + t) / 2
+        if finish <= next_release:
             heapq.heappop(heap)
-            t = finish
-            done[k] = t
+            rem[k] = 0.0
+            done[k] = finish
         else:
-            # Run the shortest job until the next arrival; shrinking the minimum keeps the heap valid.
-            heap[0] = (remaining - (next_arrival - t) * speed, k)
-            t = next_arrival
-    out[order] = done - ra[order]
+            rem[k] -= (next_release - t) * speed
+            if remaining_first:
+                # Only the minimum shrinks, so the heap stays valid.
+                heap[0] = (rem[k], k)
+        t = stop
+    ends = np.empty(n, dtype=np.float64)
+    moments = np.empty(n, dtype=np.float64)
+    ends[order] = done
+    moments[order] = moment
+    return ends, moments
+
+
+def srpt_fluid_response_times(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int) -> np.ndarray:
+    """Response times (completion − submit) of preemptive SRPT on one pooled machine.
+
+    The machine runs at speed ``G`` and job ``j`` brings work ``w_j = g_j p_j``.
+    Exact event simulation, O(n log n) (see :func:`_pooled_schedule`).
+    """
+    ra, pa, ga = _arrays(r, p, g, total_gpus)
+    if ra.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    ends, _ = _pooled_schedule(ra, ga * pa, float(total_gpus), remaining_first=True)
+    return ends - ra
+
+
+def mean_busy_times(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int) -> np.ndarray:
+    """Each job's mean busy time under preemptive shortest-total-work-first on the pooled machine.
+
+    The mean busy time of job ``j`` is ``M_j = (1/w_j) * integral of t * rate_j(t) dt``,
+    the average instant at which its work is done. Jobs without work
+    (``w_j = g_j p_j = 0``) have none: NaN.
+    """
+    ra, pa, ga = _arrays(r, p, g, total_gpus)
+    out = np.full(ra.size, np.nan)
+    work = ga * pa
+    has_work = work > 0
+    if has_work.any():
+        _, moments = _pooled_schedule(ra[has_work], work[has_work], float(total_gpus), remaining_first=False)
+        out[has_work] = moments / work[has_work]
     return out
+
+
+def mean_busy_time_bound(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int) -> float:
+    """Mean over jobs of ``M_j + p_j / 2 - r_j`` (``p_j`` for a job without work).
+
+    Why no feasible schedule has a lower mean JCT:
+
+    * Every schedule on ``G`` GPUs is a schedule of the pooled machine (speed
+      ``G`` GPU-seconds per second, job ``j`` bringing ``w_j = g_j p_j`` from
+      ``r_j``): at each instant it processes at most ``g_j`` GPU-seconds per
+      second of each running job, never more than ``G`` in total. Let ``M'_j``
+      be job ``j``'s mean busy time in it.
+    * Job ``j`` is processed at most at its own rate ``g_j``, so the latest its
+      work can be centred, given its end ``C_j``, is with all of it in
+      ``[C_j - p_j, C_j]``: ``M'_j <= C_j - p_j / 2``.
+    * On one machine with release dates and preemption, the schedule that
+      always runs the available job with the least total processing time
+      minimises the sum of mean busy times (Goemans, Queyranne, Schulz,
+      Skutella and Wang, "Single machine scheduling with release dates", SIAM
+      J. Discrete Math. 15(2), 2002: their LP schedule for unit weights). So
+      ``sum M'_j >= sum M_j`` with ``M_j`` from :func:`mean_busy_times`.
+
+    Hence ``sum (C_j - r_j) >= sum (M_j + p_j / 2 - r_j)``. A job without work
+    uses no machine time and only contributes its ``C_j - r_j >= p_j``. Any
+    ``p_j`` no larger than the true minimum run time keeps the bound valid:
+    slowing a schedule's processing of ``j`` in proportion gives a schedule of
+    the smaller instance with the same ends. Returns NaN for an empty workload.
+    """
+    ra, pa, ga = _arrays(r, p, g, total_gpus)
+    if ra.size == 0:
+        return float("nan")
+    busy = mean_busy_times(ra, pa, ga, total_gpus)
+    per_job = np.where(np.isnan(busy), pa, busy + pa / 2 - ra)
+    return float(np.mean(per_job))
 
 
 def avg_jct_lower_bound(r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int) -> float:
     """A value that the mean JCT of any feasible schedule cannot go below.
 
-    ``max(mean p_j, fluid)`` where ``fluid`` is the mean response time of
-    preemptive SRPT on a single pooled machine of speed ``G`` (work
-    ``w_j = g_j p_j``, release ``r_j``). Why each part is a lower bound:
+    The largest of three lower bounds on the same quantity:
 
     * ``mean p_j``: every job's JCT is at least its ideal run time.
-    * ``fluid``: pool the cluster into one machine that processes ``G``
-      GPU-seconds per second and may give any share of that rate to any job.
-      Every schedule on ``G`` GPUs is also a schedule of this machine (at each
-      instant it processes each running job's ``g_j`` GPU-seconds per second,
-      never more than ``G`` in total), and each job finishes no later there
-      than in the real schedule, so the pooled machine's optimal total flow
-      time is at most that of the real schedule. Preemptive SRPT is optimal for total flow time on a
-      single machine with release dates (Schrage, "A proof of the optimality
-      of the shortest remaining processing time discipline", Oper. Res. 16,
-      1968), so its mean response time is that optimum.
+    * ``fluid``, the mean response time of preemptive SRPT on the pooled
+      machine (speed ``G``, work ``w_j = g_j p_j`` from ``r_j``): every
+      schedule on ``G`` GPUs is a schedule of that machine with the same ends,
+      and SRPT minimises total flow time there (Schrage, "A proof of the
+      optimality of the shortest remaining processing time discipline", Oper.
+      Res. 16, 1968).
+    * :func:`mean_busy_time_bound`: the pooled machine again, but keeping that
+      no job runs faster than its own ``g_j`` GPUs allow.
 
-    Both bound the same quantity, so their maximum is a valid bound too.
-    Neither dominates: ``mean p`` wins on a lightly loaded cluster with long
-    wide jobs, ``fluid`` wins when queueing is inevitable. Returns NaN for an
-    empty workload.
+    None dominates: ``mean p`` wins on a lightly loaded cluster with long wide
+    jobs, ``fluid`` when wide jobs queue, the mean-busy-time bound when many
+    narrow jobs queue. Returns NaN for an empty workload.
     """
+    return max(avg_jct_lower_bounds(r, p, g, total_gpus))
+
+
+def avg_jct_lower_bounds(
+    r: ArrayLike, p: ArrayLike, g: ArrayLike, total_gpus: int
+) -> tuple[float, float, float]:
+    """The parts of :func:`avg_jct_lower_bound`: ``(mean p, SRPT fluid, mean busy time)``; NaNs when empty."""
     ra, pa, ga = _arrays(r, p, g, total_gpus)
     if ra.size == 0:
-        return float("nan")
+        return (math.nan, math.nan, math.nan)
     fluid = float(np.mean(srpt_fluid_response_times(ra, pa, ga, total_gpus)))
-    return max(float(np.mean(pa)), fluid)
+    return (float(np.mean(pa)), fluid, mean_busy_time_bound(ra, pa, ga, total_gpus))

@@ -2,7 +2,9 @@
 
 ``simulate``, ``compare``, ``evaluate``, the benchmarks and the RL
 environment all build a :class:`Workload` here and run policies on it, so a
-scenario means the same jobs, cluster and load everywhere.
+scenario means the same jobs, cluster and load everywhere, and the
+simulator's settings are turned into a :class:`SimConfig` in one place
+(:func:`sim_config`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from dataclasses import dataclass, field
 
 from slurmrl import __version__
 from slurmrl.cluster.model import Cluster
-from slurmrl.errors import SlurmrlError
+from slurmrl.errors import ConfigError, SlurmrlError
+from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
+from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import SimConfig, Simulator
 from slurmrl.traces.schema import Trace
@@ -29,9 +33,46 @@ class Workload:
     trace: Trace
     cluster: Cluster
     label: str
-    load_factor: float  # how much inter-arrival times were compressed
+    arrival_scale: float  # inter-arrival times were divided by this (1 = the trace's own timeline)
     offered_load: float  # GPU-seconds asked / GPU-seconds available over the arrival span
     seed: int
+    target_load: float | None = None  # the offered load asked for, when the scale was chosen to meet one
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """The simulator's knobs a user may turn; the defaults are :class:`SimConfig`'s.
+
+    Kept apart from :class:`SimConfig` because one set of settings serves
+    several seeds; :func:`sim_config` joins them.
+    """
+
+    speed_model: str = DEFAULT_SPEED_MODEL
+    locality: Locality = Locality()
+    enforce_limits: bool = False
+    reveal_models: bool = False
+    reference_gpu: str = ""
+
+    def as_meta(self) -> dict[str, object]:
+        return {
+            "speed_model": self.speed_model,
+            "locality": str(self.locality),
+            "enforce_limits": self.enforce_limits,
+            "reveal_models": self.reveal_models,
+            "reference_gpu": self.reference_gpu,
+        }
+
+
+def sim_config(settings: SimSettings, seed: int) -> SimConfig:
+    """The one place a :class:`SimConfig` is built from user-facing settings."""
+    return SimConfig(
+        seed=seed,
+        speed_model=settings.speed_model,
+        locality=settings.locality,
+        enforce_time_limits=settings.enforce_limits,
+        reveal_models=settings.reveal_models,
+        reference_gpu=settings.reference_gpu,
+    )
 
 
 @dataclass(frozen=True)
@@ -51,12 +92,30 @@ def offered_load(trace: Trace, cluster: Cluster) -> float:
     return work / (cluster.total_gpus * span) if span > 0 else float("inf")
 
 
+def arrival_scale_for(trace: Trace, cluster: Cluster, target_load: float) -> float:
+    """The factor that, dividing inter-arrival times, makes the offered load ``target_load``.
+
+    Offered load is work over (GPUs x arrival span), and the span shrinks by
+    exactly the factor, so the factor is the ratio of the two loads.
+    """
+    if not target_load > 0:
+        raise ConfigError(f"--target-load must be positive, got {target_load:g}", column="target_load")
+    base = offered_load(trace, cluster)
+    if not 0 < base < float("inf"):
+        raise ConfigError(
+            f"the workload's offered load is {base:g}: no arrival scale can make it {target_load:g}",
+            column="target_load",
+            hint="it needs at least two jobs submitted at different times",
+        )
+    return target_load / base
+
+
 def prepare(
     *,
     trace: str | None = None,
     cluster: str | None = None,
     scenario: str | None = None,
-    load: float | None = None,
+    arrival_scale: float | None = None,
     target_load: float | None = None,
     seed: int = 0,
     skip_bad: bool = False,
@@ -70,13 +129,18 @@ def prepare(
 ) -> Workload:
     """Load, select, scale and check a workload.
 
-    ``load`` compresses inter-arrival times by that factor; ``target_load``
-    (scenarios) picks the factor that makes the offered load equal it.
+    A scenario keeps its trace's timeline: arrivals are compressed only when
+    the caller asks, by ``arrival_scale`` (inter-arrival times divided by it)
+    or by ``target_load`` (the scale that makes the offered load equal it).
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
     from slurmrl.traces import check_fits, load_trace, select
 
+    if arrival_scale is not None and target_load is not None:
+        raise ConfigError("give --arrival-scale or --target-load, not both")
+    if arrival_scale is not None and not arrival_scale > 0:
+        raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
     label = trace or DEFAULT_TRACE
     if scenario is not None:
         if trace is not None or cluster is not None:
@@ -85,8 +149,7 @@ def prepare(
         trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
         start = sc.start if start is None else start
         end = sc.end if end is None else end
-        if load is None and target_load is None:
-            target_load = sc.target_load
+        vcs = vcs or sc.vcs
     the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
     loaded = load_trace(trace or DEFAULT_TRACE, skip_bad=skip_bad)
     chosen = select(
@@ -95,21 +158,17 @@ def prepare(
     chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
     if not chosen.jobs:
         raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
-    factor = 1.0
+    factor = arrival_scale or 1.0
     if target_load is not None:
-        base = offered_load(chosen, the_cluster)
-        factor = target_load / base if base > 0 else 1.0
-    elif load is not None:
-        factor = load
-    if factor <= 0:
-        raise SlurmrlError(f"--load must be positive, got {factor}")
+        factor = arrival_scale_for(chosen, the_cluster, target_load)
     if factor != 1.0:
         chosen = select(chosen, load=factor)
     if time_limits:
         from slurmrl.sim.time_limits import with_time_limits
 
         chosen = with_time_limits(chosen, seed)
-    return Workload(chosen, the_cluster, label, factor, offered_load(chosen, the_cluster), seed)
+    load = offered_load(chosen, the_cluster)
+    return Workload(chosen, the_cluster, label, factor, load, seed, target_load)
 
 
 def run_policy(
@@ -117,10 +176,10 @@ def run_policy(
     policy: str | Policy,
     *,
     placement: str | None = None,
-    config: SimConfig | None = None,
+    settings: SimSettings = SimSettings(),
     progress: Callable[[int], None] | None = None,
 ) -> RunOutput:
-    """Replay ``workload`` under one policy and summarise it."""
+    """Replay ``workload`` under one policy and summarise it, every setting in the meta."""
     from slurmrl.sim.metrics import summarize
 
     if isinstance(policy, str):
@@ -133,7 +192,7 @@ def run_policy(
         policy_obj, name = policy, policy.name
         placement_name = placement or getattr(getattr(policy, "placement", None), "name", "")
         deployable = policy.deployable
-    sim = Simulator(workload.trace, workload.cluster, config=config or SimConfig(seed=workload.seed))
+    sim = Simulator(workload.trace, workload.cluster, config=sim_config(settings, workload.seed))
     t0 = time.perf_counter()
     result = sim.run(policy_obj, progress=progress)
     wall = time.perf_counter() - t0
@@ -146,9 +205,18 @@ def run_policy(
         "trace": workload.trace.source,
         "cluster": workload.cluster.describe(),
         "seed": workload.seed,
-        "load_factor": round(workload.load_factor, 6),
-        "offered_load": round(workload.offered_load, 6),
+        **workload_meta(workload),
+        **settings.as_meta(),
         "decisions": result.decisions,
         "version": __version__,
     }
     return RunOutput(summary, result.records, result.samples, meta)
+
+
+def workload_meta(workload: Workload) -> dict[str, object]:
+    """How the workload's timeline was set: scale, the target it met (if any), the load it gives."""
+    meta: dict[str, object] = {"arrival_scale": round(workload.arrival_scale, 6)}
+    if workload.target_load is not None:
+        meta["target_load"] = workload.target_load
+    meta["offered_load"] = round(workload.offered_load, 6)
+    return meta

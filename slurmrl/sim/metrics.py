@@ -2,24 +2,48 @@
 
 Conventions (every figure in seconds unless it is a count or a ratio):
 
-* A job is *completed* when its ``end_time`` is finite; that includes jobs
-  killed at their time limit, since they too left the cluster. JCT statistics
-  and the bounded slowdown use completed jobs only; jobs still queued or
-  running when the run stopped are counted in ``unfinished``.
-* Waits use every job that started, finished or not; jobs that never started
+* A job is *finished* when it ended by running out of work, *killed* when it
+  was stopped at its time limit (``JobRecord.killed_at_limit``), *unfinished*
+  when it was still queued or running when the run stopped. JCT statistics,
+  the bounded slowdown and both fairness measures use finished jobs only: a
+  killed job's JCT says when its limit struck, not how well it was served.
+* Waits use every job that started, whatever its end; jobs that never started
   are left out (their wait is censored, not known).
+* ``last_end`` is the absolute trace time of the last job end (finished or
+  killed); ``makespan`` is ``last_end`` minus the first submission.
 * Percentiles use linear interpolation between order statistics (numpy's
   default), so p50 of ``[1, 2, 3, 4]`` is 2.5.
 * Time averages (utilisation, fragmentation, queue length) treat the samples
   as a step function — each sample's value holds until the next sample — and
   average it over ``[first submit, end]``, where ``end`` is ``horizon_end`` if
-  given, else the last job end. Before the first sample the cluster is idle.
+  given, else ``last_end``. Before the first sample the cluster is idle.
   Averaging over time rather than over samples keeps bursts of events from
-  dominating.
-* Fairness is Jain's index ``(sum x)^2 / (n sum x^2)`` over ``x`` = mean bounded
-  slowdown of each user (or VC) with completed jobs: 1 when every group is
-  slowed down equally, ``1/n`` when one group takes all of the slowdown.
-* Anything without data (no completed jobs, no multi-GPU jobs, a zero-length
+  dominating. ``idle_gpu_hours_waiting`` integrates the free GPUs over the
+  part of that window in which at least one job is pending, in GPU-hours.
+* Jain's index ``(sum x)^2 / (n sum x^2)`` over ``x`` = mean bounded slowdown
+  of each user (or VC) with finished jobs: 1 when every group is slowed down
+  equally, ``1/n`` when one group takes all of the slowdown. NaN when the
+  trace records no users (or VCs): every label empty.
+* Finish-time fairness (Mahajan et al., "Themis: Fair and Efficient GPU
+  Cluster Scheduling", NSDI 2020): ``rho_j = JCT_j / T_id_j`` with
+  ``T_id_j = p_j * max(1, g_j * N_j / G)``, the time job ``j`` would take on an
+  equal ``1/N_j`` share of the cluster, where ``N_j`` is the time-averaged
+  number of jobs in the system (pending plus running) over
+  ``[submit_j, end_j]`` and ``p_j`` the job's processing time (below).
+  ``ftf_rho_max`` is the largest ``rho``, ``ftf_unfair_fraction`` the share of
+  finished jobs with ``rho > 1`` (served worse than by an equal share). Jobs
+  with ``p_j = 0`` have no ``rho`` and are left out.
+* A job's processing time ``p_j`` is ``JobRecord.best_time`` (the fastest it
+  could run anywhere on the cluster under the run's speed model), or its
+  trace duration in files written before that was recorded.
+* Steady state: warm-up and drain are excluded as Gavel does (Narayanan et
+  al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+  Workloads", OSDI 2020) by measuring a middle range of jobs: those in the
+  middle 80% of the arrival order (the first and last 10%, rounded down, are
+  left out). ``steady_jobs`` counts them; ``steady_avg_jct`` and
+  ``steady_p95_jct`` use the finished ones among them; ``steady_utilization``
+  averages the busy GPUs from the first to the last of their submissions.
+* Anything without data (no finished jobs, no multi-GPU jobs, a zero-length
   window) is NaN, never an exception; :meth:`Summary.to_dict` turns NaN into
   ``None`` so the dict is valid strict JSON.
 """
@@ -27,7 +51,7 @@ Conventions (every figure in seconds unless it is a count or a ratio):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -55,7 +79,8 @@ def _clean(value: object) -> object:
 @dataclass(frozen=True, slots=True)
 class Summary:
     jobs: int
-    completed: int
+    finished: int
+    killed: int
     unfinished: int
     avg_jct: float
     p50_jct: float
@@ -65,19 +90,26 @@ class Summary:
     p95_wait: float
     avg_bounded_slowdown: float
     makespan: float
+    last_end: float
     gpu_utilization: float
     avg_fragmentation: float
     avg_queue_length: float
+    idle_gpu_hours_waiting: float
     multi_gpu_local_fraction: float
     multi_gpu_switch_fraction: float
     jain_fairness_users: float
     jain_fairness_vcs: float
+    ftf_rho_max: float
+    ftf_unfair_fraction: float
     preemptions: int
-    killed_at_limit: int
     avg_jct_lower_bound: float
     makespan_lower_bound: float
     jct_over_bound: float
     makespan_over_bound: float
+    steady_jobs: int
+    steady_avg_jct: float
+    steady_p95_jct: float
+    steady_utilization: float
     wall_seconds: float
 
     def to_dict(self) -> dict[str, object]:
@@ -85,8 +117,15 @@ class Summary:
         return {f.name: _clean(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, object], *, source: str = "summary") -> Summary:
-        """Inverse of :meth:`to_dict`; unknown keys are ignored, ``None`` reads as NaN."""
+    def from_dict(cls, data: Mapping[str, object], *, source: str = "summary") -> Summary:
+        """Inverse of :meth:`to_dict`; unknown keys are ignored, ``None`` reads as NaN.
+
+        Summaries written before finished and killed jobs were told apart
+        (``completed``, ``killed_at_limit``) still read: ``finished`` is
+        ``completed - killed_at_limit``, and the keys added since then are
+        missing (NaN; ``steady_jobs`` 0).
+        """
+        data = _upgrade(data)
         values: dict[str, object] = {}
         for f in fields(cls):
             if f.name not in data:
@@ -95,18 +134,48 @@ class Summary:
                     file=source,
                     hint="the file was not written by this version of slurmrl; re-run the simulation",
                 )
-            raw = data[f.name]
-            try:
-                if f.type == "int":
-                    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != int(raw):
-                        raise ValueError
-                    values[f.name] = int(raw)
-                else:
-                    values[f.name] = NAN if raw is None else float(raw)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                kind = "an integer" if f.type == "int" else "a number or null"
-                raise SlurmrlError(f"key '{f.name}' should be {kind}, got {raw!r}", file=source) from None
+            values[f.name] = _read_value(f.name, str(f.type), data[f.name], source)
         return cls(**values)  # type: ignore[arg-type]
+
+
+# Keys added to the summary with finished/killed jobs told apart, and their value in older files.
+_ADDED_KEYS: dict[str, object] = {
+    "last_end": None,
+    "idle_gpu_hours_waiting": None,
+    "ftf_rho_max": None,
+    "ftf_unfair_fraction": None,
+    "steady_jobs": 0,
+    "steady_avg_jct": None,
+    "steady_p95_jct": None,
+    "steady_utilization": None,
+}
+
+
+def _upgrade(data: Mapping[str, object]) -> Mapping[str, object]:
+    """An older summary (``completed``/``killed_at_limit``) in this version's keys; others unchanged."""
+    if "finished" in data or "completed" not in data:
+        return data
+    out = dict(data)
+    completed, killed = out.pop("completed"), out.pop("killed_at_limit", 0)
+    if isinstance(completed, int) and isinstance(killed, int) and not isinstance(killed, bool):
+        out["finished"], out["killed"] = completed - killed, killed
+    else:  # let the type check below name the bad key
+        out["finished"], out["killed"] = completed, killed
+    for key, default in _ADDED_KEYS.items():
+        out.setdefault(key, default)
+    return out
+
+
+def _read_value(name: str, kind: str, raw: object, source: str) -> int | float:
+    try:
+        if kind == "int":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != int(raw):
+                raise ValueError
+            return int(raw)
+        return NAN if raw is None else float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        what = "an integer" if kind == "int" else "a number or null"
+        raise SlurmrlError(f"key '{name}' should be {what}, got {raw!r}", file=source) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +184,7 @@ class GroupStats:
 
     group: str
     jobs: int
-    completed: int
+    finished: int
     avg_wait: float
     p95_wait: float
     avg_jct: float
@@ -153,20 +222,49 @@ class _Step:
         # cum[k] = integral from t[0] to t[k]
         self.cum = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
 
+    def at(self, x: np.ndarray) -> np.ndarray:
+        idx = np.searchsorted(self.t, x, side="right") - 1
+        return np.where(idx < 0, 0.0, self.v[np.clip(idx, 0, None)])
+
     def antiderivative(self, x: np.ndarray) -> np.ndarray:
         idx = np.searchsorted(self.t, x, side="right") - 1
         safe = np.clip(idx, 0, None)
         val = self.cum[safe] + self.v[safe] * (x - self.t[safe])
         return np.where(idx < 0, 0.0, val)
 
+    def integral(self, a: float, b: float) -> float:
+        ends = self.antiderivative(np.array([a, b], dtype=np.float64))
+        return float(ends[1] - ends[0])
+
     def mean(self, a: float, b: float) -> float:
         if not (b > a):
             return NAN
-        ends = self.antiderivative(np.array([a, b], dtype=np.float64))
-        return float((ends[1] - ends[0]) / (b - a))
+        return self.integral(a, b) / (b - a)
+
+    def means(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Mean over each ``[a_i, b_i]``; the value at ``a_i`` where the interval is empty."""
+        span = b - a
+        area = self.antiderivative(b) - self.antiderivative(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(span > 0, area / np.where(span > 0, span, 1.0), self.at(a))
 
 
-def _steps(samples: Sequence[Sample]) -> dict[str, _Step] | None:
+@dataclass(frozen=True)
+class _Steps:
+    """The sampled cluster state as step functions."""
+
+    busy: _Step
+    pending: _Step
+    in_system: _Step  # pending plus running jobs
+    frag: _Step
+
+    def idle_while_waiting(self, total_gpus: int) -> _Step:
+        """Free GPUs while at least one job is pending, else 0."""
+        idle = np.where(self.pending.v > 0, total_gpus - self.busy.v, 0.0)
+        return _Step(self.busy.t, idle)
+
+
+def _steps(samples: Sequence[Sample]) -> _Steps | None:
     if not samples:
         return None
     t = np.fromiter((s.time for s in samples), dtype=np.float64, count=len(samples))
@@ -177,11 +275,13 @@ def _steps(samples: Sequence[Sample]) -> dict[str, _Step] | None:
         raw = np.fromiter((getattr(s, name) for s in samples), dtype=np.float64, count=len(samples))
         return raw[order]
 
-    return {
-        "busy": _Step(t, col("busy_gpus")),
-        "pending": _Step(t, col("pending_jobs")),
-        "frag": _Step(t, col("fragmentation")),
-    }
+    pending = col("pending_jobs")
+    return _Steps(
+        busy=_Step(t, col("busy_gpus")),
+        pending=_Step(t, pending),
+        in_system=_Step(t, pending + col("running_jobs")),
+        frag=_Step(t, col("fragmentation")),
+    )
 
 
 def _mean(x: np.ndarray) -> float:
@@ -222,6 +322,13 @@ def _group_means(labels: Sequence[str], x: np.ndarray) -> np.ndarray:
     return sums / counts
 
 
+def _jain_by(labels: Sequence[str], slow: np.ndarray) -> float:
+    """Jain's index of per-group mean slowdown; NaN when no job carries a label."""
+    if all(label == "" for label in labels):
+        return NAN
+    return jain_index(_group_means(labels, slow))
+
+
 @dataclass(frozen=True)
 class _Cols:
     """Records as numpy columns, so 50k-job summaries stay vectorised."""
@@ -230,6 +337,7 @@ class _Cols:
     start: np.ndarray
     end: np.ndarray
     duration: np.ndarray
+    best_time: np.ndarray
     gpus: np.ndarray
     nodes: np.ndarray
     racks: np.ndarray
@@ -249,6 +357,7 @@ class _Cols:
             start=f("start_time"),
             end=f("end_time"),
             duration=f("duration"),
+            best_time=f("best_time"),
             gpus=f("gpus", np.int64),
             nodes=f("nodes", np.int64),
             racks=f("racks", np.int64),
@@ -256,6 +365,121 @@ class _Cols:
             preemptions=f("preemptions", np.int64),
             killed=f("killed_at_limit", np.bool_),
         )
+
+    @property
+    def ended(self) -> np.ndarray:
+        return np.isfinite(self.end)
+
+    @property
+    def finished(self) -> np.ndarray:
+        return self.ended & ~self.killed
+
+    @property
+    def processing(self) -> np.ndarray:
+        """Each job's processing time: its best time where recorded, else its duration."""
+        return np.where(np.isfinite(self.best_time), self.best_time, self.duration)
+
+    @property
+    def bound_processing(self) -> np.ndarray:
+        """Processing time cut at the time limit, which a limit-enforcing run may stop a job at."""
+        return np.fmin(self.processing, self.time_limit)  # fmin ignores a NaN (absent) limit
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    avg_jct: float
+    makespan: float
+
+
+def _bounds(c: _Cols, total_gpus: int, first_submit: float) -> _Bounds:
+    """The JCT bound over finished jobs (the JCT figures' set); the makespan bound over every ended job.
+
+    Both stay valid whether limits were enforced or not, since a job's
+    processing counts with ``min(p_j, time_limit_j)``; the makespan covers
+    killed jobs too, as they held GPUs until their limit.
+    """
+    if total_gpus <= 0:
+        return _Bounds(NAN, NAN)
+    p = c.bound_processing
+    fin, ended = c.finished, c.ended
+    jct = avg_jct_lower_bound(c.submit[fin], p[fin], c.gpus[fin], total_gpus) if fin.any() else NAN
+    mk = NAN
+    if ended.any():
+        mk = makespan_lower_bound(c.submit[ended], p[ended], c.gpus[ended], total_gpus) - first_submit
+    return _Bounds(jct, mk)
+
+
+@dataclass(frozen=True)
+class _FinishTimeFairness:
+    rho_max: float
+    unfair_fraction: float
+
+
+# Relative slack before a job counts as served worse than an equal share: end - submit
+# loses a few ulps at trace-scale times, which must not turn rho = 1 into rho > 1.
+_RHO_SLACK = 1e-9
+
+
+def _finish_time_fairness(c: _Cols, steps: _Steps | None, total_gpus: int) -> _FinishTimeFairness:
+    fin = c.finished
+    if steps is None or total_gpus <= 0 or not fin.any():
+        return _FinishTimeFairness(NAN, NAN)
+    submit, end = c.submit[fin], c.end[fin]
+    in_system = steps.in_system.means(submit, end)
+    t_id = c.processing[fin] * np.maximum(1.0, c.gpus[fin] * in_system / total_gpus)
+    ok = t_id > 0
+    if not ok.any():
+        return _FinishTimeFairness(NAN, NAN)
+    rho = (end - submit)[ok] / t_id[ok]
+    return _FinishTimeFairness(float(np.max(rho)), float(np.mean(rho > 1.0 + _RHO_SLACK)))
+
+
+@dataclass(frozen=True)
+class _Steady:
+    jobs: int
+    avg_jct: float
+    p95_jct: float
+    utilization: float
+
+
+# Share of the arrival order left out at each end of the steady-state window.
+STEADY_TRIM = 0.10
+
+
+def _steady(c: _Cols, steps: _Steps | None, total_gpus: int) -> _Steady:
+    n = c.submit.size
+    cut = int(n * STEADY_TRIM)
+    window = np.argsort(c.submit, kind="stable")[cut : n - cut]
+    if window.size == 0:
+        return _Steady(0, NAN, NAN, NAN)
+    fin = window[c.finished[window]]
+    jct = c.end[fin] - c.submit[fin]
+    util = NAN
+    if steps is not None and total_gpus > 0:
+        util = _ratio(
+            steps.busy.mean(float(c.submit[window[0]]), float(c.submit[window[-1]])), float(total_gpus)
+        )
+    return _Steady(int(window.size), _mean(jct), _pct(jct, 95), util)
+
+
+@dataclass(frozen=True)
+class _TimeAverages:
+    utilization: float
+    fragmentation: float
+    queue_length: float
+    idle_gpu_hours_waiting: float
+
+
+def _time_averages(steps: _Steps | None, start: float, end: float, total_gpus: int) -> _TimeAverages:
+    if steps is None or math.isnan(start) or math.isnan(end):
+        return _TimeAverages(NAN, NAN, NAN, NAN)
+    idle = steps.idle_while_waiting(total_gpus).integral(start, end) / 3600.0 if end >= start else NAN
+    return _TimeAverages(
+        utilization=_ratio(steps.busy.mean(start, end), float(total_gpus)),
+        fragmentation=steps.frag.mean(start, end),
+        queue_length=steps.pending.mean(start, end),
+        idle_gpu_hours_waiting=idle,
+    )
 
 
 def summarize(
@@ -268,66 +492,49 @@ def summarize(
 ) -> Summary:
     """Reduce a run to its :class:`Summary` (conventions in the module docstring).
 
-    The lower bounds are computed over the completed jobs, the same set the
-    JCT figures average over; a job with a time limit counts with
-    ``min(duration, time_limit)``, since a limit-enforcing run may stop it
-    there, so the bound stays valid whether limits were enforced or not.
+    The lower bounds use each job's processing time (``best_time``) and are
+    computed as :func:`_bounds` describes.
     """
     c = _Cols.of(records)
     n = len(records)
-    done = np.isfinite(c.end)
+    fin, ended = c.finished, c.ended
     started = np.isfinite(c.start)
-    jct = (c.end - c.submit)[done]
+    jct = (c.end - c.submit)[fin]
     wait = (c.start - c.submit)[started]
-    slow = bounded_slowdown(jct, c.duration[done])
+    slow = bounded_slowdown(jct, c.duration[fin])
 
     first_submit = float(np.min(c.submit)) if n else NAN
-    last_end = float(np.max(c.end[done])) if done.any() else NAN
+    last_end = float(np.max(c.end[ended])) if ended.any() else NAN
     makespan = last_end - first_submit
 
-    # Time averages of the sampled state.
     if horizon_end is not None:
         window_end = float(horizon_end)
-    elif done.any():
+    elif ended.any():
         window_end = last_end
     elif samples:
         window_end = max(s.time for s in samples)
     else:
         window_end = NAN
-    steps = _steps(samples)
     total_gpus = cluster.total_gpus
-    if steps is None or math.isnan(first_submit) or math.isnan(window_end):
-        util = frag = queue = NAN
-    else:
-        util = _ratio(steps["busy"].mean(first_submit, window_end), float(total_gpus))
-        frag = steps["frag"].mean(first_submit, window_end)
-        queue = steps["pending"].mean(first_submit, window_end)
+    steps = _steps(samples)
+    avg = _time_averages(steps, first_submit, window_end, total_gpus)
 
     multi = (c.gpus > 1) & (c.nodes > 0)
     n_multi = int(multi.sum())
     local = float(np.sum(c.nodes[multi] == 1)) / n_multi if n_multi else NAN
     switch = float(np.sum(c.racks[multi] == 1)) / n_multi if n_multi else NAN
 
-    done_idx = np.flatnonzero(done)
-    users = [records[i].user for i in done_idx]
-    vcs = [records[i].vc for i in done_idx]
-    jain_users = jain_index(_group_means(users, slow))
-    jain_vcs = jain_index(_group_means(vcs, slow))
-
-    if done.any() and total_gpus > 0:
-        r = c.submit[done]
-        p = np.fmin(c.duration[done], c.time_limit[done])  # fmin ignores a NaN (absent) limit
-        g = c.gpus[done]
-        jct_bound = avg_jct_lower_bound(r, p, g, total_gpus)
-        mk_bound = makespan_lower_bound(r, p, g, total_gpus) - first_submit
-    else:
-        jct_bound = mk_bound = NAN
+    fin_idx = np.flatnonzero(fin)
+    ftf = _finish_time_fairness(c, steps, total_gpus)
+    bounds = _bounds(c, total_gpus, first_submit)
+    steady = _steady(c, steps, total_gpus)
     avg_jct = _mean(jct)
 
     return Summary(
         jobs=n,
-        completed=int(done.sum()),
-        unfinished=int(n - done.sum()),
+        finished=int(fin.sum()),
+        killed=int((ended & c.killed).sum()),
+        unfinished=int(n - ended.sum()),
         avg_jct=avg_jct,
         p50_jct=_pct(jct, 50),
         p95_jct=_pct(jct, 95),
@@ -336,19 +543,26 @@ def summarize(
         p95_wait=_pct(wait, 95),
         avg_bounded_slowdown=_mean(slow),
         makespan=makespan,
-        gpu_utilization=util,
-        avg_fragmentation=frag,
-        avg_queue_length=queue,
+        last_end=last_end,
+        gpu_utilization=avg.utilization,
+        avg_fragmentation=avg.fragmentation,
+        avg_queue_length=avg.queue_length,
+        idle_gpu_hours_waiting=avg.idle_gpu_hours_waiting,
         multi_gpu_local_fraction=local,
         multi_gpu_switch_fraction=switch,
-        jain_fairness_users=jain_users,
-        jain_fairness_vcs=jain_vcs,
+        jain_fairness_users=_jain_by([records[i].user for i in fin_idx], slow),
+        jain_fairness_vcs=_jain_by([records[i].vc for i in fin_idx], slow),
+        ftf_rho_max=ftf.rho_max,
+        ftf_unfair_fraction=ftf.unfair_fraction,
         preemptions=int(c.preemptions.sum()),
-        killed_at_limit=int(c.killed.sum()),
-        avg_jct_lower_bound=jct_bound,
-        makespan_lower_bound=mk_bound,
-        jct_over_bound=_ratio(avg_jct, jct_bound),
-        makespan_over_bound=_ratio(makespan, mk_bound),
+        avg_jct_lower_bound=bounds.avg_jct,
+        makespan_lower_bound=bounds.makespan,
+        jct_over_bound=_ratio(avg_jct, bounds.avg_jct),
+        makespan_over_bound=_ratio(makespan, bounds.makespan),
+        steady_jobs=steady.jobs,
+        steady_avg_jct=steady.avg_jct,
+        steady_p95_jct=steady.p95_jct,
+        steady_utilization=steady.utilization,
         wall_seconds=float(wall_seconds),
     )
 
@@ -360,7 +574,7 @@ def per_group(records: Sequence[JobRecord], key: str = "vc") -> tuple[GroupStats
     """Average wait, JCT and bounded slowdown per VC, user or GPU count.
 
     Groups come sorted by name, numerically for ``gpus``. Waits cover jobs
-    that started, JCT and slowdown jobs that completed, as in :func:`summarize`.
+    that started, JCT and slowdown jobs that finished, as in :func:`summarize`.
     """
     if key not in GROUP_KEYS:
         raise SlurmrlError(f"cannot group jobs by '{key}'", hint="use one of: " + ", ".join(GROUP_KEYS))
@@ -370,19 +584,19 @@ def per_group(records: Sequence[JobRecord], key: str = "vc") -> tuple[GroupStats
     out = []
     for label in sorted(buckets, key=int if key == "gpus" else str):
         c = _Cols.of(buckets[label])
-        done = np.isfinite(c.end)
+        fin = c.finished
         started = np.isfinite(c.start)
         wait = (c.start - c.submit)[started]
-        jct = (c.end - c.submit)[done]
+        jct = (c.end - c.submit)[fin]
         out.append(
             GroupStats(
                 group=str(label),
                 jobs=len(buckets[label]),
-                completed=int(done.sum()),
+                finished=int(fin.sum()),
                 avg_wait=_mean(wait),
                 p95_wait=_pct(wait, 95),
                 avg_jct=_mean(jct),
-                avg_bounded_slowdown=_mean(bounded_slowdown(jct, c.duration[done])),
+                avg_bounded_slowdown=_mean(bounded_slowdown(jct, c.duration[fin])),
             )
         )
     return tuple(out)
@@ -408,7 +622,7 @@ def utilization_series(
     if steps is None:
         empty = np.zeros(0)
         return UtilizationSeries(empty, empty, empty, empty, empty)
-    t = steps["busy"].t
+    t = steps.busy.t
     lo = float(t[0]) if start is None else float(start)
     hi = float(t[-1]) if end is None else float(end)
     if hi <= lo:
@@ -419,7 +633,7 @@ def utilization_series(
     def binned(step: _Step) -> np.ndarray:
         return np.diff(step.antiderivative(edges)) / width
 
-    busy = binned(steps["busy"])
+    busy = binned(steps.busy)
     total = cluster.total_gpus
     util = busy / total if total > 0 else np.full_like(busy, NAN)
-    return UtilizationSeries(edges, busy, util, binned(steps["pending"]), binned(steps["frag"]))
+    return UtilizationSeries(edges, busy, util, binned(steps.pending), binned(steps.frag))

@@ -5,10 +5,14 @@ spreadsheet, pandas or ``jq`` without installing slurmrl:
 
 * ``summary.json`` — the :class:`~slurmrl.sim.metrics.Summary` keys at top
   level plus a ``meta`` object (policy, placement, trace, cluster, seed, load,
-  version). Strict JSON: NaN is written as ``null``.
+  version). Strict JSON: NaN is written as ``null``. Summaries written before
+  finished and killed jobs were told apart still read
+  (:meth:`~slurmrl.sim.metrics.Summary.from_dict`).
 * ``jobs.csv`` — one row per :class:`~slurmrl.sim.records.JobRecord`, every
   field, with a header. Missing times (NaN) are empty cells; booleans are
   ``true``/``false``; floats keep full precision so a round trip is exact.
+  Files written before a defaulted field existed (``best_time``) still read:
+  the field takes its default (NaN).
 * ``timeline.csv`` — the :class:`~slurmrl.sim.records.Sample` rows, evenly
   thinned to at most :data:`MAX_TIMELINE_ROWS` (first and last always kept) so
   a month-long trace stays small enough for the report site.
@@ -19,7 +23,8 @@ header, so values line up and compare at a glance:
 * durations (JCT, waits, makespan, bounds, ``*_s``): seconds with one decimal
   below 100 s, minutes with one decimal below 2 h, else hours with two decimals;
 * ratios and fractions (utilisation, locality, fairness, ``*_over_bound``):
-  three decimals; slowdowns and queue lengths: two decimals;
+  three decimals; slowdowns, queue lengths, finish-time fairness ``rho`` and
+  GPU-hours: two decimals;
 * counts: integers with thousands separators; other floats: four significant
   digits; missing values (NaN, ``None``): ``-``.
 """
@@ -30,7 +35,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -159,11 +164,37 @@ def _parse(raw: str, kind: str) -> object:
     raise ValueError
 
 
+def _columns(path: Path, header: list[str], cls: type) -> list[tuple[str, str]]:
+    """The (name, type) of each header column, checked against ``cls``'s fields.
+
+    Columns must come in field order; a field with a default may be absent
+    (files written before it existed), and rows then take its default.
+    """
+    spec = {f.name: str(f.type) for f in fields(cls)}
+    optional = {f.name for f in fields(cls) if f.default is not MISSING}
+    missing = [c for c in spec if c not in header and c not in optional]
+    extra = [c for c in header if c not in spec]
+    in_order = [c for c in spec if c in header] == header
+    if missing or extra or not in_order:
+        detail = []
+        if missing:
+            detail.append("missing " + ", ".join(missing))
+        if extra:
+            detail.append("unexpected " + ", ".join(extra))
+        if not detail:
+            detail.append("columns out of order")
+        raise SlurmrlError(
+            "header does not match this version's columns: " + "; ".join(detail),
+            file=str(path),
+            line=1,
+            hint="re-run the simulation to rewrite the results",
+        )
+    return [(name, spec[name]) for name in header]
+
+
 def _read_rows(path: Path, cls: type) -> tuple:
     if not path.is_file():
         raise SlurmrlError("file is missing", file=str(path), hint=_RESULT_HINT)
-    spec = [(f.name, str(f.type)) for f in fields(cls)]
-    expected = [name for name, _ in spec]
     out = []
     try:
         with path.open(newline="", encoding="utf-8") as fh:
@@ -171,22 +202,7 @@ def _read_rows(path: Path, cls: type) -> tuple:
             header = next(reader, None)
             if header is None:
                 raise SlurmrlError("file is empty, expected a header row", file=str(path), hint=_RESULT_HINT)
-            if header != expected:
-                missing = [c for c in expected if c not in header]
-                extra = [c for c in header if c not in expected]
-                detail = []
-                if missing:
-                    detail.append("missing " + ", ".join(missing))
-                if extra:
-                    detail.append("unexpected " + ", ".join(extra))
-                if not detail:
-                    detail.append("columns out of order")
-                raise SlurmrlError(
-                    "header does not match this version's columns: " + "; ".join(detail),
-                    file=str(path),
-                    line=1,
-                    hint="re-run the simulation to rewrite the results",
-                )
+            spec = _columns(path, header, cls)
             for line_no, row in enumerate(reader, start=2):
                 if not row:
                     continue
@@ -247,10 +263,10 @@ def read_results(result_dir: str | Path) -> Results:
 # ---------------------------------------------------------------------------
 # Comparison tables
 
-_DURATION_NAMES = {"makespan", "makespan_lower_bound", "avg_jct_lower_bound", "wall_seconds"}
+_DURATION_NAMES = {"makespan", "makespan_lower_bound", "avg_jct_lower_bound", "wall_seconds", "last_end"}
 _RATIO_WORDS = ("fraction", "utilization", "fairness", "over_bound", "share", "jain")
-_TWO_DECIMAL_WORDS = ("slowdown", "queue_length", "load")
-_COUNT_NAMES = {"jobs", "completed", "unfinished", "preemptions", "killed_at_limit", "gpus"}
+_TWO_DECIMAL_WORDS = ("slowdown", "queue_length", "load", "rho", "gpu_hours")
+_COUNT_NAMES = {"jobs", "finished", "killed", "unfinished", "preemptions", "steady_jobs", "gpus"}
 
 
 def column_kind(name: str) -> str:
@@ -286,6 +302,36 @@ def _duration_unit(values: Sequence[float]) -> tuple[str, float, int]:
     return "h", 3600.0, 2
 
 
+@dataclass(frozen=True)
+class NumberFormat:
+    """How one numeric column is shown: its header (with unit) and how a value becomes text."""
+
+    header: str
+    divisor: float
+    spec: str  # a format spec applied to value / divisor
+
+    def __call__(self, value: float | None) -> str:
+        return "-" if value is None else format(value / self.divisor, self.spec)
+
+
+def number_format(name: str, present: Sequence[float], *, integers: bool = False) -> NumberFormat:
+    """The format of column ``name`` given its finite values (units in the module docstring).
+
+    ``integers`` says the values are counts even where the name does not.
+    """
+    kind = column_kind(name)
+    if kind == "duration":
+        unit, div, dec = _duration_unit(present)
+        return NumberFormat(f"{name} [{unit}]", div, f",.{dec}f")
+    if kind == "ratio":
+        return NumberFormat(name, 1.0, ".3f")
+    if kind == "two":
+        return NumberFormat(name, 1.0, ",.2f")
+    if kind == "count" or integers:
+        return NumberFormat(name, 1.0, ",.0f")
+    return NumberFormat(name, 1.0, ".4g")
+
+
 def _format_column(name: str, values: Sequence[object]) -> tuple[str, list[str], bool]:
     """Header text, cell texts, and whether the column is numeric (right-aligned)."""
     nums = [_number(v) for v in values]
@@ -294,21 +340,26 @@ def _format_column(name: str, values: Sequence[object]) -> tuple[str, list[str],
     numeric = all(m or x is not None for m, x in zip(missing, nums, strict=True)) and bool(present)
     if not numeric:
         return name, ["-" if m else str(v) for v, m in zip(values, missing, strict=True)], False
-    kind = column_kind(name)
-    header = name
-    if kind == "duration":
-        unit, div, dec = _duration_unit(present)
-        header = f"{name} [{unit}]"
-        cells = [f"{x / div:,.{dec}f}" if x is not None else "-" for x in nums]
-    elif kind == "ratio":
-        cells = [f"{x:.3f}" if x is not None else "-" for x in nums]
-    elif kind == "two":
-        cells = [f"{x:,.2f}" if x is not None else "-" for x in nums]
-    elif kind == "count" or all(isinstance(v, (int, np.integer)) for v in values if v is not None):
-        cells = [f"{round(x):,d}" if x is not None else "-" for x in nums]
-    else:
-        cells = [f"{x:.4g}" if x is not None else "-" for x in nums]
-    return header, cells, True
+    integers = all(isinstance(v, (int, np.integer)) for v in values if v is not None)
+    fmt = number_format(name, present, integers=integers)
+    if fmt.spec == ",.0f":
+        return fmt.header, [f"{round(x):,d}" if x is not None else "-" for x in nums], True
+    return fmt.header, [fmt(x) for x in nums], True
+
+
+def align_table(headers: Sequence[str], columns: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    """Header, rule and rows of text cells, each column padded to its widest cell."""
+    widths = [max([len(h)] + [len(c) for c in cells]) for h, cells in zip(headers, columns, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    rows = len(columns[0]) if columns else 0
+    out = [line(headers), "  ".join("-" * w for w in widths)]
+    for i in range(rows):
+        out.append(line([cells[i] for cells in columns]))
+    return "\n".join(out)
 
 
 def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
@@ -317,24 +368,10 @@ def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -
     A column missing from a row shows ``-``; text columns are left-aligned,
     numeric ones right-aligned.
     """
-    headers: list[str] = []
-    cols: list[list[str]] = []
-    right: list[bool] = []
-    for name in columns:
-        header, cells, numeric = _format_column(name, [row.get(name) for row in rows])
-        headers.append(header)
-        cols.append(cells)
-        right.append(numeric)
-    widths = [max([len(h)] + [len(c) for c in cells]) for h, cells in zip(headers, cols, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)]
-        return "  ".join(parts).rstrip()
-
-    out = [line(headers), "  ".join("-" * w for w in widths)]
-    for i in range(len(rows)):
-        out.append(line([cells[i] for cells in cols]))
-    return "\n".join(out)
+    formatted = [_format_column(name, [row.get(name) for row in rows]) for name in columns]
+    return align_table(
+        [h for h, _, _ in formatted], [c for _, c, _ in formatted], [r for _, _, r in formatted]
+    )
 
 
 def _columns_of(rows: Sequence[Mapping[str, object]], columns: Sequence[str] | None) -> list[str]:

@@ -4,7 +4,12 @@ The raw log is one JSON list of jobs, each with its attempts. Run time is the
 sum of the attempts' run times, leaving out the gaps between retries, which is
 how the normalized Philly file in ``shared/traces`` was derived, so both give
 the same durations. The GPU count comes from the first attempt's machine
-detail (GPUs listed per machine). Jobs that never got a usable attempt (no
+detail (GPUs listed per machine). The node count comes from the last attempt
+that lists machines, the placement the job ended on: the number of distinct
+machines in its ``detail``. Philly's scheduler placed a retry afresh, so
+attempts may differ; when the last attempt holds a different number of GPUs
+than the first, the node count is left unknown rather than paired with a GPU
+count it did not run with. Jobs that never got a usable attempt (no
 start or end time) or that list no GPUs cannot be replayed and are counted in
 ``Trace.dropped``. Submit times are absolute, so they are counted from the
 earliest submit in the file.
@@ -127,15 +132,7 @@ def _job(item: Any, b: Builder) -> TraceJob | None:
     if not usable:
         b.drop(DROP_NO_ATTEMPT)
         return None
-    gpus = 0
-    detail = attempts[0].get("detail") or []
-    if not isinstance(detail, list):
-        raise RowError("expected a list of machines", "detail")
-    for machine in detail:
-        listed = machine.get("gpus") if isinstance(machine, dict) else None
-        if not isinstance(listed, list):
-            raise RowError("expected a 'gpus' list per machine", "detail")
-        gpus += len(listed)
+    gpus, _ = _machines(attempts[0])
     if gpus == 0:
         b.drop(DROP_NO_GPUS)
         return None
@@ -145,7 +142,33 @@ def _job(item: Any, b: Builder) -> TraceJob | None:
         submit_time=submit,
         duration=duration,
         num_gpus=gpus,
+        num_nodes=_last_nodes(attempts, gpus),
         user=str(item.get("user") or ""),
         vc=str(item.get("vc") or ""),
         status=STATUS.get(status.lower(), status.upper()),
     )
+
+
+def _machines(attempt: dict[str, Any]) -> tuple[int, int]:
+    """(GPUs, distinct machines) listed in one attempt's ``detail``."""
+    detail = attempt.get("detail") or []
+    if not isinstance(detail, list):
+        raise RowError("expected a list of machines", "detail")
+    gpus, hosts = 0, set()
+    for i, machine in enumerate(detail):
+        listed = machine.get("gpus") if isinstance(machine, dict) else None
+        if not isinstance(listed, list):
+            raise RowError("expected a 'gpus' list per machine", "detail")
+        gpus += len(listed)
+        if listed:
+            hosts.add(str(machine.get("ip") or f"#{i}"))  # an unnamed machine counts once
+    return gpus, len(hosts)
+
+
+def _last_nodes(attempts: list[Any], gpus: int) -> int | None:
+    """Machines of the last attempt that lists any, if it held the job's ``gpus``; else unknown."""
+    for attempt in reversed(attempts):
+        held, nodes = _machines(attempt)
+        if nodes:
+            return nodes if held == gpus else None
+    return None

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from slurmrl.cli import COMMANDS, main
 
@@ -50,7 +50,7 @@ def test_help_of_light_commands_does_not_import_torch() -> None:
 
 
 SIM_KEYS = {
-    "jobs", "completed", "avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan",
+    "jobs", "finished", "avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan",
     "gpu_utilization", "avg_jct_lower_bound", "makespan_lower_bound", "multi_gpu_local_fraction",
     "wall_seconds",
 }
@@ -67,7 +67,7 @@ def test_simulate_json_on_embedded_sample(tmp_path) -> None:
     summary = json.loads(result.output)
     assert SIM_KEYS <= set(summary)
     assert summary["jobs"] == 300
-    assert summary["completed"] == 300
+    assert summary["finished"] == 300
     assert summary["avg_jct"] >= summary["avg_jct_lower_bound"]
     assert {"summary.json", "jobs.csv", "timeline.csv"} <= {p.name for p in out.iterdir()}
 
@@ -97,9 +97,39 @@ def test_compare_writes_table(tmp_path) -> None:
 )
 def test_user_errors_are_one_line(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, [*args, "--no-progress"])
-    assert result.exit_code != 0
-    assert message in result.output
-    assert "Traceback" not in result.output
+    assert_one_line_error(result, message)
+
+
+def assert_one_line_error(result: Result, message: str) -> None:
+    """A clean failure: click's own exit (no other exception escaped) and one line naming the problem.
+
+    CliRunner catches exceptions into ``result.exception`` rather than printing
+    a traceback, so that, not the output, tells a clean error from a crash.
+    """
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code not in (0, None)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("Error: ") and message in lines[0]
+
+
+@pytest.mark.parametrize(
+    "blocked, args, extra",
+    [
+        ("torch", ["train", "--out", "unused"], "train"),
+        ("gymnasium", ["train", "--out", "unused"], "train"),
+        ("matplotlib", ["report", "unused", "--out", "unused"], "report"),
+        ("nh3", ["report", "unused", "--out", "unused"], "report"),
+        ("matplotlib", ["compare", "--policies", "fifo", "--limit", "5", "--report", "unused"], "report"),
+    ],
+)
+def test_a_missing_extra_is_named(monkeypatch, tmp_path, blocked: str, args: list[str], extra: str) -> None:
+    monkeypatch.setitem(sys.modules, blocked, None)  # as if not installed: importing it raises ImportError
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path):  # nothing lands in the checkout if a guard is lost
+        result = runner.invoke(main, args)
+    assert_one_line_error(result, f"pip install 'slurmrl[{extra}]'")
+    assert blocked in result.output
 
 
 def test_bad_trace_row_is_named(tmp_path) -> None:
@@ -110,8 +140,8 @@ def test_bad_trace_row_is_named(tmp_path) -> None:
         "b,,vc1,10,-5,1,,,\n"
     )
     result = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--no-progress"])
-    assert result.exit_code != 0
-    assert "bad.csv" in result.output and "line 3" in result.output and "duration_s" in result.output
+    assert_one_line_error(result, "bad.csv")
+    assert "line 3" in result.output and "duration_s" in result.output
     skipped = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--skip-bad", "--json", "--no-progress"])
     assert skipped.exit_code == 0, skipped.output
     assert "skipped 1 bad row" in skipped.output

@@ -40,8 +40,6 @@ def test_fixture_spec(tmp_path: Path) -> None:
 
 def test_testcluster_default_spec_loads() -> None:
     spec = REPO / "contrib" / "testcluster" / "cluster.toml"
-    if not spec.is_file():
-        pytest.skip("contrib/testcluster/cluster.toml not present")
     c = load_cluster(str(spec))
     assert c.describe() == "testcluster: 2 racks, 4 nodes, 32 GPUs (v100)"
 

@@ -47,9 +47,8 @@ def test_node_sharing_anchor() -> None:
     sens = MODELS["vgg16"].interference_sensitivity * MODELS["a3c"].interference_sensitivity
     expected = math.exp(-NODE_CONTENTION * sens)
     assert PM.interference_factor("vgg16", mine, [("a3c", other)]) == pytest.approx(expected)
-    assert expected == pytest.approx(1 - NODE_CONTENTION * sens, abs=0.01)
-    # Milder than Gavel's same-GPU median of 0.65 (Narayanan et al. OSDI'20).
-    assert expected > 0.65
+    # No pair loses more than the worst pair Gandiva measured (two LM jobs, 19%).
+    assert expected > 0.81
 
 
 def test_each_extra_neighbour_costs_more() -> None:

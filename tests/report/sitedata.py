@@ -7,8 +7,10 @@ from pathlib import Path
 
 JOB_HEADER = (
     "job_id,user,vc,model,gpus,submit_time,start_time,end_time,duration,run_time,preemptions,"
-    "nodes,racks,worst_link,time_limit,killed_at_limit"
+    "nodes,racks,worst_link,time_limit,killed_at_limit,best_time"
 )
+# jobs.csv as written before best_time was recorded.
+OLD_JOB_HEADER = JOB_HEADER.removesuffix(",best_time")
 TIMELINE_HEADER = "time,busy_gpus,pending_jobs,running_jobs,fragmentation"
 CLUSTER = "c16: 1 racks, 2 nodes, 16 GPUs (V100)"
 
@@ -16,7 +18,8 @@ CLUSTER = "c16: 1 racks, 2 nodes, 16 GPUs (V100)"
 def summary(**overrides: object) -> dict[str, object]:
     base: dict[str, object] = {
         "jobs": 4,
-        "completed": 4,
+        "finished": 4,
+        "killed": 0,
         "unfinished": 0,
         "avg_jct": 5000.0,
         "p50_jct": 4000.0,
@@ -26,19 +29,26 @@ def summary(**overrides: object) -> dict[str, object]:
         "p95_wait": 3000.0,
         "avg_bounded_slowdown": 2.5,
         "makespan": 12000.0,
+        "last_end": 12000.0,
         "gpu_utilization": 0.5,
         "avg_fragmentation": 0.2,
         "avg_queue_length": 1.5,
+        "idle_gpu_hours_waiting": 1.25,
         "multi_gpu_local_fraction": 0.5,
         "multi_gpu_switch_fraction": 1.0,
         "jain_fairness_users": 0.9,
         "jain_fairness_vcs": 0.95,
+        "ftf_rho_max": 1.8,
+        "ftf_unfair_fraction": 0.5,
         "preemptions": 0,
-        "killed_at_limit": 0,
         "avg_jct_lower_bound": 3000.0,
         "makespan_lower_bound": 9000.0,
         "jct_over_bound": 5000.0 / 3000.0,
         "makespan_over_bound": 12000.0 / 9000.0,
+        "steady_jobs": 4,
+        "steady_avg_jct": 5000.0,
+        "steady_p95_jct": 9000.0,
+        "steady_utilization": 0.55,
         "wall_seconds": 0.5,
     }
     base.update(overrides)
@@ -55,6 +65,7 @@ def write_run(
     deployable: bool = True,
     cluster: str = CLUSTER,
     trace: str = "embedded:tiny",
+    job_header: str = JOB_HEADER,
     **metrics: object,
 ) -> Path:
     """One run folder; ``jobs`` are jobs.csv data lines (see JOB_HEADER)."""
@@ -75,25 +86,25 @@ def write_run(
     data = summary(jobs=len(jobs), **metrics)
     data["meta"] = meta
     (folder / "summary.json").write_text(json.dumps(data), encoding="utf-8")
-    (folder / "jobs.csv").write_text("\n".join([JOB_HEADER, *jobs]) + "\n", encoding="utf-8")
+    (folder / "jobs.csv").write_text("\n".join([job_header, *jobs]) + "\n", encoding="utf-8")
     timeline = ["0.0,8,1,1,0.0", "600.0,16,0,2,0.0", "4000.0,4,0,1,0.5", "12000.0,0,0,0,0.0"]
     (folder / "timeline.csv").write_text("\n".join([TIMELINE_HEADER, *timeline]) + "\n", encoding="utf-8")
     return folder
 
 
 FOUR_JOBS_FIFO = [
-    "j1,alice,vca,resnet,8,0.0,0.0,4000.0,4000.0,4000.0,0,1,1,0,,false",
-    "j2,bob,vcb,bert,16,100.0,600.0,9000.0,8400.0,8400.0,0,2,1,2,,false",
-    "j3,alice,vca,gpt,1,200.0,4000.0,6000.0,2000.0,2000.0,0,1,1,0,,false",
-    "j4,carol,vcb,vgg,2,300.0,5000.0,12000.0,7000.0,7000.0,0,1,1,1,,false",
+    "j1,alice,vca,resnet,8,0.0,0.0,4000.0,4000.0,4000.0,0,1,1,0,,false,4000.0",
+    "j2,bob,vcb,bert,16,100.0,600.0,9000.0,8400.0,8400.0,0,2,1,2,,false,8400.0",
+    "j3,alice,vca,gpt,1,200.0,4000.0,6000.0,2000.0,2000.0,0,1,1,0,,false,2000.0",
+    "j4,carol,vcb,vgg,2,300.0,5000.0,12000.0,7000.0,7000.0,0,1,1,1,,false,7000.0",
 ]
 FOUR_JOBS_SJF = [
-    "j1,alice,vca,resnet,8,0.0,0.0,4000.0,4000.0,4000.0,0,1,1,0,,false",
-    "j2,bob,vcb,bert,16,100.0,4000.0,12400.0,8400.0,8400.0,0,2,1,2,,false",
-    "j3,alice,vca,gpt,1,200.0,200.0,2200.0,2000.0,2000.0,0,1,1,0,,false",
-    "j4,carol,vcb,vgg,2,300.0,2200.0,9200.0,7000.0,7000.0,0,1,1,1,,false",
+    "j1,alice,vca,resnet,8,0.0,0.0,4000.0,4000.0,4000.0,0,1,1,0,,false,4000.0",
+    "j2,bob,vcb,bert,16,100.0,4000.0,12400.0,8400.0,8400.0,0,2,1,2,,false,8400.0",
+    "j3,alice,vca,gpt,1,200.0,200.0,2200.0,2000.0,2000.0,0,1,1,0,,false,2000.0",
+    "j4,carol,vcb,vgg,2,300.0,2200.0,9200.0,7000.0,7000.0,0,1,1,1,,false,7000.0",
 ]
-ONE_JOB = ["solo,dave,vcx,resnet,4,0.0,10.0,3610.0,3600.0,3600.0,0,1,1,0,,false"]
+ONE_JOB = ["solo,dave,vcx,resnet,4,0.0,10.0,3610.0,3600.0,3600.0,0,1,1,0,,false,3600.0"]
 
 
 def build_results(root: Path) -> Path:
@@ -136,7 +147,8 @@ def build_results(root: Path) -> Path:
         policy="fifo",
         workload="one job",
         jobs=ONE_JOB,
-        completed=1,
+        finished=1,
+        steady_jobs=1,
         avg_jct=3610.0,
         multi_gpu_local_fraction=None,
         multi_gpu_switch_fraction=None,

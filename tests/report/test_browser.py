@@ -66,10 +66,25 @@ def browser() -> Iterator[object]:
         instance.close()
 
 
+# A card that tries every way in: inline script, event handlers, script links,
+# an image and a frame that would load over the network.
+HOSTILE_CARD = """# Hostile <script>window.pwned = 1</script> card
+
+Text <script>window.pwned = 2</script> and <img src="x.png" onerror="window.pwned = 3">.
+
+[click me](javascript:window.pwned=4) <a href="JaVaScRiPt:window.pwned=5">again</a>
+<iframe src="https://example.org/"></iframe><svg onload="window.pwned = 6"></svg>
+<p onmouseover="window.pwned = 7" style="position:fixed;inset:0">cover</p>
+"""
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = data.build_results(tmp_path_factory.mktemp("results"))
-    render_report([root / "cmp", root / "single"], root / "site", cards=data.build_cards(root))
+    cards = data.build_cards(root)
+    (cards / "hostile").mkdir()
+    (cards / "hostile" / "card.md").write_text(HOSTILE_CARD, encoding="utf-8")
+    render_report([root / "cmp", root / "single"], root / "site", cards=cards)
     return root / "site"
 
 
@@ -106,7 +121,7 @@ def _open(tab, path: Path, scheme: str = "light"):
 
 def test_every_page_loads_offline_without_errors(tab, site: Path) -> None:
     pages = sorted(site.glob("*.html"))
-    assert len(pages) == 4
+    assert len(pages) == 5
     for scheme in ("light", "dark"):
         for path in pages:
             _open(tab, path, scheme)
@@ -174,3 +189,26 @@ def test_screenshots(tab, site: Path, tmp_path: Path) -> None:
         assert shot.stat().st_size > 10_000
         assert tab[1] == []
         shutil.copy(shot, SCREENSHOTS / shot.name)
+
+
+def test_hostile_card_runs_nothing_and_loads_nothing(tab, site: Path) -> None:
+    page, errors = tab
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    _open(tab, site / "card-hostile.html")
+    card = page.locator("article.card")
+    card.hover()  # would fire an onmouseover that survived
+    for link in card.locator("a").all():
+        link.click(force=True, timeout=5000)  # would run a javascript: URL that survived
+    assert page.url.endswith("card-hostile.html")
+    assert page.evaluate("window.pwned") is None
+    assert dialogs == []
+    assert card.locator("script, img, iframe, svg, [style]").count() == 0
+    handlers = page.eval_on_selector_all(
+        "article.card *", "els => els.flatMap(e => e.getAttributeNames().filter(n => n.startsWith('on')))"
+    )
+    assert handlers == []
+    hrefs = page.eval_on_selector_all("article.card a", "els => els.map(e => e.getAttribute('href'))")
+    assert all(h is None for h in hrefs), hrefs
+    assert "click me" in card.inner_text() and "cover" in card.inner_text()
+    assert errors == []

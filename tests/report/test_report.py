@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from slurmrl.cli import main
 from slurmrl.errors import SlurmrlError
 from slurmrl.report import render_report
-from slurmrl.report.cards import markdown_to_html, simple_markdown
 from slurmrl.report.plots import TEXT_GRAY
 from slurmrl.report.runs import find_run_dirs, load_scenarios, slugify
 from slurmrl.report.table import METRICS, build_table
@@ -228,51 +227,6 @@ def test_rerender_is_stable_apart_from_timestamp(site: Path, tmp_path: Path) -> 
         assert one == two, name
 
 
-def test_simple_markdown_escapes_html_and_builds_blocks() -> None:
-    text = (
-        "# T <b>\n\npara with <script>x</script> and [l](javascript:alert(1)) and [ok](https://e.org)\n\n"
-        "1. one\n2. two\n\n```py\na < b\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
-    )
-    out = simple_markdown(text)
-    assert "<script>" not in out and "&lt;script&gt;" in out
-    assert "javascript:" not in out and '<a href="https://e.org">ok</a>' in out
-    assert "<h1>T &lt;b&gt;</h1>" in out
-    assert "<ol><li>one</li><li>two</li></ol>" in out
-    assert '<pre><code class="language-py">a &lt; b</code></pre>' in out
-    assert "<thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr></tbody>" in out
-    assert markdown_to_html("**x**", prefer_package=False) == "<p><strong>x</strong></p>"
-
-
-@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200))
-def test_simple_markdown_never_emits_raw_tags_from_input(text: str) -> None:
-    out = simple_markdown(text)
-    allowed = {
-        "p",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "ul",
-        "ol",
-        "li",
-        "pre",
-        "code",
-        "table",
-        "thead",
-        "tbody",
-        "tr",
-        "th",
-        "td",
-        "strong",
-        "em",
-        "a",
-    }
-    for tag in re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", out):
-        assert tag in allowed
-
-
 @given(st.text(max_size=40))
 def test_slugify_is_url_safe(text: str) -> None:
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slugify(text))
@@ -285,3 +239,41 @@ def test_json_summary_nulls_render_as_dash(tmp_path: Path) -> None:
     (run / "summary.json").write_text(json.dumps(payload))
     (scenario,) = load_scenarios([tmp_path])
     assert build_table(scenario).rows[0].cells[_column("p99_jct")].text == "–"
+
+
+def _old_summary_file(run: Path) -> None:
+    """Rewrite a run's summary.json as written before finished and killed jobs were told apart."""
+    payload = json.loads((run / "summary.json").read_text())
+    payload["completed"] = payload.pop("finished") + payload["killed"]
+    payload["killed_at_limit"] = payload.pop("killed")
+    for key in ("last_end", "idle_gpu_hours_waiting", "ftf_rho_max", "ftf_unfair_fraction", "steady_jobs"):
+        del payload[key]
+    for key in ("steady_avg_jct", "steady_p95_jct", "steady_utilization"):
+        del payload[key]
+    (run / "summary.json").write_text(json.dumps(payload))
+
+
+def test_runs_written_before_finished_and_killed_render_beside_new_ones(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    old = data.write_run(
+        root / "old",
+        policy="fifo",
+        workload="w",
+        jobs=[line.removesuffix(",4000.0") for line in data.FOUR_JOBS_FIFO[:1]],
+        job_header=data.OLD_JOB_HEADER,
+        finished=0,
+        killed=1,
+    )
+    _old_summary_file(old)
+    data.write_run(root / "new", policy="sjf", workload="w", jobs=data.FOUR_JOBS_SJF, finished=3, killed=1)
+    (scenario,) = load_scenarios([root])
+    table = build_table(scenario)
+    cells = {row.label: row.cells for row in table.rows}
+    assert cells["fifo+first-fit"][_column("killed")].text == "1"
+    assert cells["fifo+first-fit"][_column("finished")].text == "0"
+    assert cells["fifo+first-fit"][_column("steady_avg_jct")].text == "–"  # not in the old file
+    assert cells["sjf+first-fit"][_column("finished")].text == "3"
+    assert cells["sjf+first-fit"][_column("steady_avg_jct")].text == "83.33"  # 5000 s in minutes
+    index = render_report([root], tmp_path / "site")
+    page = (index.parent / "scenario-w.html").read_text()
+    assert ">killed<" in page and ">finished<" in page

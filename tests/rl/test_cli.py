@@ -30,7 +30,7 @@ def test_evaluate_checkpoint_dir_prints_the_simulate_keys() -> None:
     assert ev.exit_code == 0, ev.output
     a, b = json.loads(sim.output), json.loads(ev.output)
     assert set(a) == set(b)
-    assert b["completed"] == 150
+    assert b["finished"] == 150
     assert b["meta"]["placement"] == "topology"
 
 
@@ -47,5 +47,5 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
     runner = CliRunner()
     res = runner.invoke(main, ["evaluate", "--policy", "topdlr", *ARGS])
     assert res.exit_code != 0 and "did you mean" in res.output and "Traceback" not in res.output
-    res = runner.invoke(main, ["train", "--scenario", "philly-64-week3", "--out", str(tmp_path / "r")])
+    res = runner.invoke(main, ["train", "--scenario", "philly-512-week3", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0 and "held out" in res.output

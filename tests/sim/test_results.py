@@ -31,7 +31,9 @@ def cluster() -> Cluster:
 
 RECORDS = [
     JobRecord("j1", "alice", "vc,a", "resnet", 8, 0.0, 1.5, 3601.25, 3599.75, 3599.75, 0, 1, 1, 0, NAN),
-    JobRecord("j2", "bob", "vcb", "", 16, 2.0, 3601.25, 7000.1, 1e-3, 3398.85, 1, 2, 1, 2, 7200.0, True),
+    JobRecord(
+        "j2", "bob", "vcb", "", 16, 2.0, 3601.25, 7000.1, 1e-3, 3398.85, 1, 2, 1, 2, 7200.0, True, 5e-4
+    ),
     JobRecord("j3", "bob", "vcb", "bert", 4, 10.0, NAN, NAN, 50.0, 0.0, 0, 0, 0, -1, NAN),
 ]
 SAMPLES = [Sample(0.0, 8, 2, 1, 0.0), Sample(3601.25, 16, 1, 1, 0.0), Sample(7000.1, 0, 1, 0, 0.0)]
@@ -133,7 +135,46 @@ def test_bad_summary_json(tmp_path: Path) -> None:
         read_results(out)
     assert err.value.line == 2
     (out / "summary.json").write_text('{"jobs": 3}')
-    with pytest.raises(SlurmrlError, match="missing key 'completed'"):
+    with pytest.raises(SlurmrlError, match="missing key 'finished'"):
+        read_results(out)
+
+
+def test_new_summary_keys_round_trip(tmp_path: Path) -> None:
+    res = read_results(written(tmp_path))
+    s = res.summary
+    assert (s.finished, s.killed, s.unfinished) == (1, 1, 1)
+    assert s.last_end == 7000.1 and s.makespan == pytest.approx(7000.1)
+    assert s.steady_jobs == 3 and s.idle_gpu_hours_waiting > 0
+    data = json.loads((res.path / "summary.json").read_text())
+    assert {"finished", "killed", "last_end", "ftf_rho_max", "steady_utilization"} <= set(data)
+    assert "completed" not in data and "killed_at_limit" not in data
+
+
+def _drop_column(path: Path, column: str) -> None:
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    at = rows[0].index(column)
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([r[:at] + r[at + 1 :] for r in rows])
+
+
+def test_files_from_before_best_time_and_finished_still_read(tmp_path: Path) -> None:
+    out = written(tmp_path)
+    _drop_column(out / "jobs.csv", "best_time")
+    data = json.loads((out / "summary.json").read_text())
+    data["completed"] = data.pop("finished") + data["killed"]
+    data["killed_at_limit"] = data.pop("killed")
+    for added in ("last_end", "ftf_rho_max", "steady_jobs", "steady_avg_jct"):
+        del data[added]
+    (out / "summary.json").write_text(json.dumps(data))
+    res = read_results(out)
+    assert all(math.isnan(r.best_time) for r in res.records)
+    assert [key(r)[:-1] for r in res.records] == [key(r)[:-1] for r in RECORDS]
+    assert (res.summary.finished, res.summary.killed) == (1, 1)
+    assert math.isnan(res.summary.last_end) and res.summary.steady_jobs == 0
+    # A column without a default may not be left out.
+    _drop_column(out / "jobs.csv", "run_time")
+    with pytest.raises(SlurmrlError, match="missing run_time"):
         read_results(out)
 
 

@@ -237,8 +237,6 @@ def test_topology_errors() -> None:
 
 def test_recorded_v22_conf_parses() -> None:
     folder = Path(__file__).resolve().parent / "fixtures" / "v22.05" / "conf"
-    if not (folder / "slurm.conf").is_file():
-        pytest.skip("recorded v22.05 configs not present")
     conf = read_slurm_conf(folder / "slurm.conf")
     assert (conf.select_type, conf.priority_type, conf.topology_plugin) == (
         "select/cons_tres",

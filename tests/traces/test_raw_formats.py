@@ -65,11 +65,47 @@ def test_philly_raw_json(tmp_path: Path) -> None:
     trace = load_trace(path)
     assert trace.format == "philly"
     assert trace.jobs == (
-        TraceJob("application_1", 0.0, 4.0, 1, user="u2", vc="vcB", status="KILLED"),
+        TraceJob("application_1", 0.0, 4.0, 1, num_nodes=1, user="u2", vc="vcB", status="KILLED"),
+        # Its last attempt held 1 GPU, not the 4 it asked for: the node count stays unknown.
         TraceJob("application_2", 10.0, 90.0, 4, user="u1", vc="vcA", status="COMPLETED"),
     )
     assert trace.dropped == {"no usable attempt": 1}
     assert trace.lines is not None and trace.lines["application_2"] == 2
+
+
+def _attempt(start: str, end: str | None, machines: dict[str, int]) -> dict[str, object]:
+    detail = [{"ip": ip, "gpus": [f"gpu{i}" for i in range(n)]} for ip, n in machines.items()]
+    return {"start_time": f"2017-10-03 {start}", "end_time": end and f"2017-10-03 {end}", "detail": detail}
+
+
+def test_philly_raw_node_count_is_the_last_attempts_machines(tmp_path: Path) -> None:
+    jobs = [
+        {  # 16 GPUs over two 8-GPU machines, then retried on four machines
+            "jobid": "moved", "vc": "v", "status": "Pass", "submitted_time": "2017-10-03 00:00:00",
+            "attempts": [
+                _attempt("00:01:00", "00:02:00", {"m1": 8, "m2": 8}),
+                _attempt("00:03:00", "00:04:00", {"m3": 4, "m4": 4, "m5": 4, "m6": 4}),
+            ],
+        },
+        {  # the last attempt never started but was placed: its machines still count
+            "jobid": "placed", "vc": "v", "status": "Failed", "submitted_time": "2017-10-03 00:00:01",
+            "attempts": [
+                _attempt("00:01:00", "00:02:00", {"m1": 2, "m2": 2}),
+                _attempt("00:03:00", None, {"m7": 4}),
+            ],
+        },
+        {  # a machine listed twice is one node; a trailing attempt without machines is passed over
+            "jobid": "twice", "vc": "v", "status": "Pass", "submitted_time": "2017-10-03 00:00:02",
+            "attempts": [
+                {"start_time": "2017-10-03 00:01:00", "end_time": "2017-10-03 00:02:00",
+                 "detail": [{"ip": "m9", "gpus": ["gpu0"]}, {"ip": "m9", "gpus": ["gpu1"]}]},
+                {"start_time": None, "end_time": None, "detail": []},
+            ],
+        },
+    ]
+    trace = load_trace(write(tmp_path / "cluster_job_log.json", json.dumps(jobs)))
+    nodes = {j.job_id: (j.num_gpus, j.num_nodes) for j in trace.jobs}
+    assert nodes == {"moved": (16, 4), "placed": (4, 1), "twice": (2, 1)}
 
 
 def test_helios_cluster_log(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ how a ``--gpus=N`` request ends up scattered on a busy stock-Slurm cluster.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from slurmrl.cluster.model import Placement
@@ -25,25 +27,40 @@ def eligible_nodes(job: JobView, pool: GpuPool) -> np.ndarray:
 
 
 def take_in_order(job: JobView, pool: GpuPool, nodes: np.ndarray) -> Placement | None:
-    """Free GPUs from ``nodes`` in the given order until the job has enough."""
+    """Free GPUs from ``nodes`` in the given order until the job has enough.
+
+    The free counts decide whether that works, and over how many nodes,
+    before any GPU is picked: a blocked job costs no per-node scan.
+    """
     need = job.gpus
+    ids = nodes.tolist()
+    counts = pool.free_count[nodes].tolist()
+    covered, used = 0, 0
+    for count in counts:
+        if count:
+            covered += count
+            used += 1
+            if covered >= need:
+                break
+    if covered < need or (job.num_nodes is not None and used > job.num_nodes):
+        return None
     pairs: list[tuple[int, list[int]]] = []
-    for node in nodes.tolist():
+    for node, count in zip(ids, counts, strict=True):
         if need == 0:
             break
-        free = pool.free_gpus(node)[:need]
-        if free:
+        if count:
+            free = pool.free_gpus(node)[:need]
             pairs.append((node, free))
             need -= len(free)
-    if need > 0:
-        return None
-    if job.num_nodes is not None and len(pairs) > job.num_nodes:
-        return None
     return Placement.of(pairs)
 
 
 class FirstFit:
     name = "first-fit"
+
+    def bound(self, job: JobView, pool: GpuPool, now: float) -> FirstFitBound:
+        """Whether :meth:`place` could place ``job`` as GPUs are released (backfill's reservation)."""
+        return FirstFitBound(job, pool, now)
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
         job = node_request(job, view)
@@ -58,3 +75,61 @@ class FirstFit:
             if job.num_nodes == 1:
                 return None
         return take_in_order(job, pool, np.flatnonzero(mask))
+
+
+class FirstFitBound:
+    """:meth:`FirstFit.place`'s verdict from free counts alone, kept as GPUs are released.
+
+    First fit places a job that fits one node on any node with room and
+    otherwise takes eligible nodes in index order, so it succeeds exactly
+    when the first ``k`` eligible nodes with free GPUs (``k`` = the nodes the
+    job may span) hold enough. Unlike the generic bound this one is not
+    monotone: freeing a GPU on an early node can push a fuller node out of
+    the first ``k``.
+    """
+
+    __slots__ = ("_need", "_k", "_one_node", "_counts", "_eligible", "_nonzero", "_max", "_total")
+
+    def __init__(self, job: JobView, pool: GpuPool, now: float) -> None:
+        cluster = pool.cluster
+        self._need = job.gpus
+        self._k = job.max_nodes(now)
+        self._one_node = job.gpus <= cluster.max_gpus_per_node and self._k in (None, 1)
+        self._counts = pool.free_count.tolist()
+        if job.gpu_type:
+            self._eligible = [n.gpu_type == job.gpu_type for n in cluster.nodes]
+        else:
+            self._eligible = [True] * len(cluster.nodes)
+        live = [c for c, ok in zip(self._counts, self._eligible, strict=True) if ok]
+        self._nonzero = [i for i, (c, ok) in enumerate(zip(self._counts, self._eligible, strict=True)) if ok and c]
+        self._max = max(live, default=0)
+        self._total = sum(live)
+
+    def release(self, placement: Placement) -> int:
+        """Count ``placement``'s GPUs as free; returns how many."""
+        counts, eligible = self._counts, self._eligible
+        total = 0
+        for node, gpus in placement.allocs:
+            k = len(gpus)
+            total += k
+            before = counts[node]
+            after = counts[node] = before + k
+            if eligible[node]:
+                self._total += k
+                if after > self._max:
+                    self._max = after
+                if not before:
+                    bisect.insort(self._nonzero, node)
+        return total
+
+    def possible(self) -> bool:
+        need, k = self._need, self._k
+        if self._one_node:
+            if self._max >= need:
+                return True
+            if k == 1:
+                return False
+        if k is None:
+            return self._total >= need
+        counts = self._counts
+        return sum(counts[node] for node in self._nonzero[:k]) >= need
