@@ -51,8 +51,8 @@ def daemon(ctx: click.Context, config_path: str, once: bool, dry_run: bool) -> N
 
     try:
         config = _load(config_path, dry_run)
-        setup_logging()
-        runner = Daemon(config, make_backend(config))
+        setup_logging(config.log_level.upper())
+        runner = Daemon(config, make_backend(config))  # takes the state file's lock
         code = runner.run(once=once)
     except SlurmrlError as exc:
         raise click.ClickException(exc.format()) from None
@@ -83,7 +83,8 @@ def check(config_path: str) -> None:
     )
     click.echo(
         f"state {config.state_file}; audit {config.audit_log or 'off'}; "
-        f"metrics {'port ' + str(config.metrics_port) if config.metrics_port else 'off'}"
+        f"metrics {config.metrics_address + ':' + str(config.metrics_port) if config.metrics_port else 'off'}; "
+        f"log level {config.log_level}"
     )
     for r in results:
         click.echo(f"  [{'ok' if r.ok else 'FAIL'}] {r.name}: {r.detail}")
@@ -103,11 +104,14 @@ def revert(config_path: str) -> None:
 
     try:
         config = _load(config_path)
-        setup_logging()
+        setup_logging(config.log_level.upper())
         # Reverting needs no policy: a light stand-in avoids loading (say) a torch checkpoint.
         runner = Daemon(config, make_backend(config), policy=make_fifo(FirstFit()))
-        tracked = len(runner.record.jobs)
-        out = runner.revert("slurmrl daemon revert")
+        try:
+            tracked = len(runner.record.jobs)
+            out = runner.revert("slurmrl daemon revert")
+        finally:
+            runner.close()
     except SlurmrlError as exc:
         raise click.ClickException(exc.format()) from None
     click.echo(

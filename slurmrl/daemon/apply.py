@@ -1,10 +1,17 @@
-"""Sending planned changes to Slurm and keeping the record true to what was sent.
+"""Sending planned changes to Slurm and keeping the record a superset of what Slurm holds.
 
-The record is updated after each successful update and only then, so it
-never claims a change Slurm did not take. Failures split three ways: the job
-is gone (drop it, nothing left to revert), the controller cannot take more
-now (stop the batch; the rest are re-planned next cycle), or this one update
-was refused (log it, go on with the others).
+Write-ahead: a change that sets a value is put in the record, marked
+``unsure`` and saved (atomically, fsynced) *before* its ``scontrol update``;
+a SIGKILL at any point of a batch therefore leaves at worst a recorded value
+Slurm never took, which reconciliation (``reconcile.py``) resolves by
+reading Slurm back, never a value in Slurm the record does not know. A
+change that gives a value back goes the other way: sent first, recorded
+after, so a crash in between only means giving it back twice.
+
+Failures split four ways: the job is gone (drop it), the controller cannot
+take more now (stop the batch; an unanswered update stays ``unsure``), the
+account may not write notes (skip notes from then on, one warning), or this
+one update was refused (roll its intent back, go on with the others).
 """
 
 from __future__ import annotations
@@ -13,13 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from slurmrl.daemon.plan import Change
-from slurmrl.daemon.record import Record
+from slurmrl.daemon.record import Record, Touched
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, MungeError, PermissionDenied, RateLimited
 
-# Errors after which further updates in this batch would fail the same way.
-STOPPING = (RateLimited, ControllerUnreachable, MungeError, PermissionDenied)
+# Controller-wide errors: further updates in this batch would fail the same way.
+# PermissionDenied is per job (e.g. AdminComment needs Administrator, SiteFactor
+# only Operator: validate_super_user vs validate_operator in Slurm's job update).
+STOPPING = (RateLimited, ControllerUnreachable, MungeError)
 
 
 def error_kind(exc: BaseException) -> str:
@@ -35,6 +44,7 @@ class ApplyResult:
     vanished: tuple[str, ...]
     stopped_by: SlurmError | None
     unsent: int  # changes not attempted because the batch stopped
+    notes_refused: bool = False  # AdminComment refused for lack of privilege: notes are off
 
 
 def send(backend: SlurmBackend, change: Change) -> None:
@@ -43,13 +53,7 @@ def send(backend: SlurmBackend, change: Change) -> None:
         backend.set_site_factor(jid, int(change.new))  # type: ignore[arg-type]
     elif change.field == "priority":
         if change.restore:
-            reset = getattr(backend, "reset_priority", None)
-            if reset is not None:
-                reset(jid)
-            elif isinstance(change.orig, int) and change.orig > 0:
-                backend.set_priority(jid, change.orig)
-            else:
-                raise SlurmError(f"job {jid}: this backend cannot hand the priority back to multifactor")
+            _restore_priority(backend, change)
         else:
             backend.set_priority(jid, int(change.new))  # type: ignore[arg-type]
     elif change.field == "nodes":
@@ -59,6 +63,23 @@ def send(backend: SlurmBackend, change: Change) -> None:
         backend.set_admin_comment(jid, str(change.new or ""))
     else:  # a planning bug, not a user error
         raise ValueError(f"unknown field {change.field!r}")
+
+
+def _restore_priority(backend: SlurmBackend, change: Change) -> None:
+    """An admin's explicit priority is set again; else multifactor takes over and nice comes back."""
+    jid = change.job_id
+    if change.orig_explicit and isinstance(change.new, int) and change.new > 0:
+        backend.set_priority(jid, change.new)
+        return
+    reset = getattr(backend, "reset_priority", None)
+    if reset is None:
+        raise SlurmError(f"job {jid}: this backend cannot hand the priority back to multifactor")
+    reset(jid)
+    if change.orig_nice:  # setting Priority= cleared the user's --nice
+        set_nice = getattr(backend, "set_nice", None)
+        if set_nice is None:
+            raise SlurmError(f"job {jid}: this backend cannot restore nice={change.orig_nice}")
+        set_nice(jid, change.orig_nice)
 
 
 def record_change(record: Record, change: Change, now: float) -> None:
@@ -76,7 +97,14 @@ def record_change(record: Record, change: Change, now: float) -> None:
         if change.restore:
             record.update(change.job_id, now, priority=None)
         elif entry is None or entry.priority is None:
-            record.update(change.job_id, now, priority=change.new, orig_priority=change.orig)
+            record.update(
+                change.job_id,
+                now,
+                priority=change.new,
+                orig_priority=change.orig,
+                orig_nice=change.orig_nice,
+                orig_explicit_priority=change.orig_explicit,
+            )
         else:
             record.update(change.job_id, now, priority=change.new)
     elif f == "nodes":
@@ -89,6 +117,7 @@ def record_change(record: Record, change: Change, now: float) -> None:
                 placement_blocked_until=max(
                     change.block_until, entry.placement_blocked_until if entry else 0
                 ),
+                pin_refused=change.request or (entry.pin_refused if entry else ""),
             )
         elif entry is None or entry.nodes is None:
             record.update(change.job_id, now, nodes=change.new, nodes_since=now, orig_nodes=change.orig or ())
@@ -119,47 +148,86 @@ def record_change(record: Record, change: Change, now: float) -> None:
             record.put(replace(after, note_stale=True))
 
 
+def _mark_unsure(record: Record, job_id: str, name: str, unsure: bool) -> None:
+    entry = record.get(job_id)
+    if entry is None:
+        return
+    fields = set(entry.unsure) | {name} if unsure else set(entry.unsure) - {name}
+    record.put(replace(entry, unsure=tuple(sorted(fields))))
+
+
+def _roll_back(record: Record, job_id: str, before: Touched | None) -> None:
+    """Undo an intent Slurm definitely refused."""
+    if before is None:
+        record.drop(job_id)
+    else:
+        record.put(before)
+
+
 def apply_changes(
     backend: SlurmBackend,
     changes: Sequence[Change],
     record: Record,
     now: float,
     *,
+    persist: Callable[[], None] = lambda: None,
     on_sent: Callable[[Change], None] | None = None,
     on_failed: Callable[[Change, SlurmError], None] | None = None,
     refused_block: float = 300.0,
+    notes: bool = True,
 ) -> ApplyResult:
+    """Send ``changes`` in order; ``persist`` saves the record (called before each setting update)."""
     sent: list[Change] = []
     failed: list[tuple[Change, str]] = []
-    gone: list[str] = []
-    gone_set: set[str] = set()
+    gone: set[str] = set()
+    refused: set[str] = set()  # jobs with an update refused in this batch
+    notes_refused = False
     for i, change in enumerate(changes):
-        if change.job_id in gone_set:
-            continue
+        jid = change.job_id
+        is_note = change.field == "admin_comment" and not change.restore
+        if jid in gone or (is_note and (not notes or jid in refused)):
+            continue  # a note would describe a change Slurm refused
+        before = record.get(jid)
+        ahead = not change.restore
+        if ahead:
+            record_change(record, change, now)
+            _mark_unsure(record, jid, change.field, True)
+            persist()  # the intent is on disk before Slurm can act on it
         try:
             send(backend, change)
         except JobNotFound as exc:
-            gone.append(change.job_id)
-            gone_set.add(change.job_id)
-            record.drop(change.job_id)
+            gone.add(jid)
+            record.drop(jid)
             if on_failed is not None:
                 on_failed(change, exc)
             continue
-        except STOPPING as exc:
+        except STOPPING as exc:  # an update left unanswered stays recorded as unsure
             if on_failed is not None:
                 on_failed(change, exc)
-            return ApplyResult(tuple(sent), tuple(failed), tuple(gone), exc, len(changes) - i)
+            return ApplyResult(
+                tuple(sent), tuple(failed), tuple(sorted(gone)), exc, len(changes) - i, notes_refused
+            )
         except SlurmError as exc:
+            if ahead:
+                _roll_back(record, jid, before)
             failed.append((change, exc.format()))
-            if change.field == "nodes" and not change.restore:
+            refused.add(jid)
+            if is_note and isinstance(exc, PermissionDenied):
+                notes, notes_refused = False, True
+            elif change.field == "nodes" and not change.restore:
                 # Slurm refused the node list (e.g. a node outside the job's partition):
-                # do not ask again every cycle.
-                record.update(change.job_id, now, placement_blocked_until=now + refused_block)
+                # not pinned again until the job's request changes.
+                record.update(
+                    jid, now, placement_blocked_until=now + refused_block, pin_refused=change.request
+                )
             if on_failed is not None:
                 on_failed(change, exc)
             continue
-        record_change(record, change, now)
+        if ahead:
+            _mark_unsure(record, jid, change.field, False)
+        else:
+            record_change(record, change, now)
         sent.append(change)
         if on_sent is not None:
             on_sent(change)
-    return ApplyResult(tuple(sent), tuple(failed), tuple(gone), None, 0)
+    return ApplyResult(tuple(sent), tuple(failed), tuple(sorted(gone)), None, 0, notes_refused)

@@ -7,6 +7,8 @@ overwritten every priority recalculation), so these are checked, not assumed.
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 from dataclasses import dataclass
 
@@ -24,8 +26,7 @@ class CheckResult:
 
 def slurm_config(config: DaemonConfig) -> dict[str, str]:
     """``scontrol show config`` as a dict (keys as Slurm prints them)."""
-    env = {"SLURM_CONF": config.slurm.conf} if config.slurm.conf else None
-    out = call(["scontrol", "show", "config"], timeout=config.slurm.timeout, env=env).stdout
+    out = call(["scontrol", "show", "config"], timeout=config.slurm.timeout, env=_env(config)).stdout
     values: dict[str, str] = {}
     for line in out.splitlines():
         m = re.match(r"^(\w+)\s*=\s*(.*)$", line.strip())
@@ -61,6 +62,67 @@ def priority_checks(values: dict[str, str], mode: str) -> list[CheckResult]:
     return out
 
 
+def _env(config: DaemonConfig) -> dict[str, str] | None:
+    return {"SLURM_CONF": config.slurm.conf} if config.slurm.conf else None
+
+
+def admin_level(values: dict[str, str], config: DaemonConfig, uid: int | None = None) -> CheckResult:
+    """The account's Slurm admin level, as far as it can be learnt without writing anything.
+
+    root and SlurmUser are always Administrator (slurmctld's
+    validate_super_user). Otherwise the level lives in slurmdbd
+    (``sacctmgr show user``); without slurmdbd it cannot be read, and the
+    daemon learns it from the first refusal instead.
+    """
+    uid = os.getuid() if uid is None else uid
+    name = pwd.getpwuid(uid).pw_name if uid >= 0 else "?"
+    slurm_user = values.get("SlurmUser", "").split("(")[0].strip()
+    if uid == 0 or name == slurm_user:
+        return CheckResult("admin level", True, f"Administrator ({name} is root or SlurmUser)")
+    try:
+        out = call(
+            ["sacctmgr", "-n", "-P", "show", "user", name, "format=AdminLevel"],
+            timeout=config.slurm.timeout, env=_env(config),
+        ).stdout.strip()
+    except SlurmError as exc:
+        return CheckResult(
+            "admin level", True,
+            f"warning: unknown for {name} (sacctmgr: {exc}); ordering and placement need Operator, "
+            "notes (AdminComment) Administrator",
+        )
+    level = out.splitlines()[0].strip() if out else "None"
+    if level.lower() == "administrator":
+        return CheckResult("admin level", True, f"Administrator ({name})")
+    if level.lower() == "operator":
+        return CheckResult(
+            "admin level", True,
+            f"Operator ({name}): ordering and placement work; audit notes (AdminComment need "
+            "Administrator) will be skipped",
+        )
+    return CheckResult(
+        "admin level", False,
+        f"{level or 'None'} ({name}): the daemon needs at least Operator "
+        f"(sacctmgr modify user {name} set adminlevel=operator)",
+    )
+
+
+def accrue_check(values: dict[str, str], mode: str) -> CheckResult | None:
+    """Priority mode gives values back by hold + release, which zeroes accrue time (age
+    priority) where limits are enforced, unless PriorityFlags has ACCRUE_ALWAYS."""
+    if mode != "priority":
+        return None
+    enforce = values.get("AccountingStorageEnforce", "").lower()
+    flags = values.get("PriorityFlags", "").upper()
+    if any(w in enforce for w in ("limits", "safe", "qos")) and "ACCRUE_ALWAYS" not in flags:
+        return CheckResult(
+            "accrue time", True,
+            "warning: revert in priority mode (hold + release) resets the jobs' age priority here "
+            "(AccountingStorageEnforce has limits, PriorityFlags lacks ACCRUE_ALWAYS); "
+            "prefer mode = \"site_factor\"",
+        )
+    return CheckResult("accrue time", True, "kept on revert (limits not enforced or ACCRUE_ALWAYS set)")
+
+
 def run_checks(config: DaemonConfig) -> list[CheckResult]:
     from slurmrl.daemon.loop import load_policy, make_backend
     from slurmrl.errors import SlurmrlError
@@ -86,7 +148,12 @@ def run_checks(config: DaemonConfig) -> list[CheckResult]:
         )
         for w in snap.warnings:
             results.append(CheckResult("topology", True, f"warning: {w}"))
-        results.extend(priority_checks(slurm_config(config), config.mode))
+        values = slurm_config(config)
+        results.extend(priority_checks(values, config.mode))
+        results.append(admin_level(values, config))
+        accrue = accrue_check(values, config.mode)
+        if accrue is not None:
+            results.append(accrue)
     except SlurmError as exc:
         results.append(CheckResult("slurm", False, exc.format()))
     except SlurmrlError as exc:

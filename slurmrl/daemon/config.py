@@ -21,6 +21,7 @@ from slurmrl.slurm.backend import MAX_PRIORITY, MAX_SITE_FACTOR
 
 DEFAULT_CONFIG = "/etc/slurmrl/daemon.toml"
 MODES = ("site_factor", "priority")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 BACKENDS = ("cli", "pyslurm")
 
 
@@ -55,6 +56,8 @@ class DaemonConfig:
     state_file: str = "/var/lib/slurmrl/state.json"
     audit_log: str = "/var/log/slurmrl/audit.jsonl"  # "" = no audit log
     metrics_port: int = 0  # 0 = no metrics endpoint
+    metrics_address: str = "127.0.0.1"  # where the endpoint listens; "0.0.0.0" for every address
+    log_level: str = "info"
     backoff_initial: float = 5.0
     backoff_max: float = 300.0
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -100,6 +103,16 @@ def _ok(v: Any) -> str | None:
     return None
 
 
+def _address(v: Any) -> str | None:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(v)
+    except ValueError:
+        return f"must be an IP address such as 127.0.0.1 (or 0.0.0.0 for every address), not {v!r}"
+    return None
+
+
 TOP: dict[str, tuple[str, _Check]] = {
     "policy": ("str", _non_empty),
     "placement": ("str", _ok),
@@ -115,6 +128,8 @@ TOP: dict[str, tuple[str, _Check]] = {
     "state_file": ("str", _non_empty),
     "audit_log": ("str", _ok),
     "metrics_port": ("int", _between(0, 65535)),
+    "metrics_address": ("str", _address),
+    "log_level": ("str", _one_of(LOG_LEVELS)),
     "backoff_initial": ("float", _positive),
     "backoff_max": ("float", _positive),
 }

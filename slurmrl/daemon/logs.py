@@ -32,7 +32,7 @@ class KeyValueFormatter(logging.Formatter):
         return " ".join(parts)
 
 
-def setup_logging(level: int = logging.INFO) -> None:
+def setup_logging(level: int | str = logging.INFO) -> None:
     """Send the daemon's logs to stderr once (repeated calls add no handler)."""
     if any(getattr(h, "_slurmrl", False) for h in LOGGER.handlers):
         LOGGER.setLevel(level)

@@ -7,7 +7,11 @@ Invariants that keep the cluster no worse off than stock Slurm:
 * a controller failure never loses the record: the cycle backs off
   exponentially and retries;
 * SIGTERM/SIGINT only set a flag; the loop notices it within a fraction of a
-  second, gives back every value it set and exits.
+  second, gives back every value it set and exits;
+* SIGHUP only sets a flag too: the loop reloads and validates the config
+  (keeping the old one, logged, when the new one is wrong) and reopens the
+  audit log (logrotate);
+* one daemon per state file (``lock.py``); the record is read only under the lock.
 """
 
 from __future__ import annotations
@@ -15,20 +19,24 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
 from slurmrl.daemon.apply import ApplyResult, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
-from slurmrl.daemon.config import DaemonConfig
-from slurmrl.daemon.logs import log
+from slurmrl.daemon.config import DaemonConfig, load_config
+from slurmrl.daemon.factors import PriorityFactors, read_factors
+from slurmrl.daemon.lock import StateLock
+from slurmrl.daemon.logs import LOGGER, log
 from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.daemon.notify import Notifier
 from slurmrl.daemon.plan import Change, CyclePlan, plan_cycle, restore_changes
+from slurmrl.daemon.reconcile import adopt_notes, settle_unsure
 from slurmrl.daemon.record import Record
 from slurmrl.daemon.scope import build_view, scoped_pending
-from slurmrl.errors import PolicyError, SlurmError
+from slurmrl.errors import PolicyError, SlurmError, SlurmrlError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import Decisions
 from slurmrl.slurm.backend import SlurmBackend
@@ -37,6 +45,7 @@ from slurmrl.slurm.snapshot import Snapshot
 
 REVERT_ATTEMPTS = 5  # rounds of retries when giving values back (our choice)
 SLEEP_SLICE = 0.2  # seconds between checks of the stop flag
+MIN_WAKE = 1.0  # a policy's wake_at never brings the next cycle closer than this (our choice)
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class CycleOutcome:
     policy_seconds: float
     plan: CyclePlan
     result: ApplyResult | None  # None in a dry run
+    wake_at: float | None = None  # the policy asked to decide again by then (Unix time)
 
     @property
     def error(self) -> SlurmError | None:
@@ -83,7 +93,24 @@ def load_policy(config: DaemonConfig) -> Policy:
     policy = make_policy(config.policy, config.placement)
     if not getattr(policy, "deployable", True):
         raise PolicyError(f"policy '{config.policy}' reports itself as not deployable")
+    if getattr(policy, "preemptive", False):
+        raise PolicyError(
+            f"policy '{config.policy}' preempts running jobs, which the daemon cannot enact "
+            "(it only orders and places pending jobs)",
+            hint="choose a non-preemptive policy; 'slurmrl policies' lists them",
+        )
     return policy
+
+
+def with_site_factors(snapshot: Snapshot, factors: Mapping[str, PriorityFactors]) -> Snapshot:
+    """The snapshot with each listed job's SiteFactor as sprio shows it (no JSON carries it)."""
+    if not factors:
+        return snapshot
+    jobs = tuple(
+        replace(j, site_factor=factors[j.job_id].site_factor) if j.job_id in factors else j
+        for j in snapshot.jobs
+    )
+    return replace(snapshot, jobs=jobs)
 
 
 class Daemon:
@@ -104,9 +131,26 @@ class Daemon:
         self.audit = AuditLog(config.audit_log or None)
         self.clock = clock
         self._sleep = sleep
+        # A dry run writes no state and may run beside the real daemon: no lock.
+        self.lock = None if config.dry_run else StateLock(config.state_file).acquire()
         self.record = Record.load(config.state_file)
         self.failures = 0
+        self.notes = True  # False once Slurm refused an AdminComment (Operator, not Administrator)
+        self.notifier = Notifier()
+        self._adopted = False
         self._stop = False
+        self._reload = False
+        self.metrics.notes_enabled.set(1)
+
+    def close(self) -> None:
+        """Release the state file's lock and the audit log (end of run or revert)."""
+        self.audit.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def save(self) -> None:
+        self.record.save(self.config.state_file)
 
     @property
     def dry_run(self) -> bool:
@@ -114,22 +158,51 @@ class Daemon:
 
     # -- one cycle ---------------------------------------------------------
 
-    def decide(self, snapshot: Snapshot) -> tuple[CyclePlan, Decisions, float]:
+    def decide(
+        self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors] | None = None
+    ) -> tuple[CyclePlan, Decisions, float]:
         """Policy and planning for one snapshot, without sending anything."""
         scoped = scoped_pending(snapshot, self.config.scope)
         view = build_view(snapshot, scoped, self.config.scope)
         t0 = time.perf_counter()
         decisions = self.policy.decide(view)
         policy_seconds = time.perf_counter() - t0
-        plan = plan_cycle(snapshot, decisions, scoped, self.record, self.config, self.clock())
+        plan = plan_cycle(
+            snapshot, decisions, scoped, self.record, self.config, self.clock(),
+            write_notes=self.notes, factors=factors,
+        )
         return plan, decisions, policy_seconds
+
+    def read(self) -> tuple[Snapshot, Mapping[str, PriorityFactors]]:
+        """The queue, with SiteFactors from sprio, and the record reconciled with it."""
+        snapshot = self.backend.snapshot()
+        factors = read_factors(self.backend, self.config)
+        snapshot = with_site_factors(snapshot, factors)
+        if not self.dry_run:
+            self._reconcile(snapshot, factors)
+        return snapshot, factors
+
+    def _reconcile(self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors]) -> None:
+        jobs = {j.job_id: j for j in snapshot.jobs}
+        lines = settle_unsure(self.record, jobs, factors)
+        if not self._adopted:  # once per start: a note left by a run whose record is lost
+            lines += adopt_notes(self.record, scoped_pending(snapshot, self.config.scope), self.clock())
+            self._adopted = True
+        for line in lines:
+            log(logging.INFO, "reconcile", detail=line)
+            self.audit.write("reconcile", detail=line)
+        if lines:
+            self.save()
 
     def cycle(self) -> CycleOutcome:
         """One snapshot, one decision, the changes; raises :class:`SlurmError` if Slurm cannot be read."""
         t0 = time.perf_counter()
         number = self.record.cycle + 1
-        snapshot = self.backend.snapshot()
-        plan, decisions, policy_seconds = self.decide(snapshot)
+        snapshot, factors = self.read()
+        plan, decisions, policy_seconds = self.decide(snapshot, factors)
+        if decisions.preempt:  # refused at load; never dropped without a word
+            log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(decisions.preempt))
+            self.audit.write("dropped", cycle=number, preempt=list(decisions.preempt))
         now = self.clock()
         dry = self.dry_run
         result: ApplyResult | None = None
@@ -162,18 +235,34 @@ class Daemon:
                 plan.changes,
                 self.record,
                 now,
+                persist=self.save,
                 on_sent=sent,
                 on_failed=failed,
                 refused_block=self.config.placement_hold,
+                notes=self.notes,
             )
+            if result.notes_refused:
+                self._notes_refused(number)
             self.record.cycle = number
-            self.record.save(self.config.state_file)
+            self.save()
         seconds = time.perf_counter() - t0
-        outcome = CycleOutcome(number, seconds, policy_seconds, plan, result)
+        outcome = CycleOutcome(number, seconds, policy_seconds, plan, result, decisions.wake_at)
         if dry:
             self.record.cycle = number  # in memory only: a dry run writes no state
         self._report_cycle(outcome, decisions)
         return outcome
+
+    def _notes_refused(self, cycle: int) -> None:
+        self.notes = False
+        self.metrics.notes_enabled.set(0)
+        log(
+            logging.WARNING,
+            "audit notes off",
+            cycle=cycle,
+            detail="Slurm refused AdminComment (it needs AdminLevel=Administrator; ordering and "
+            "placement need only Operator); notes are skipped until restart",
+        )
+        self.audit.write("notes_off", cycle=cycle)
 
     def _audit_change(self, cycle: int, ch: Change, *, dry_run: bool) -> None:
         self.audit.write(
@@ -207,6 +296,7 @@ class Daemon:
         m.in_scope.set(out.plan.in_scope)
         m.deferred.set(out.plan.deferred)
         m.tracked.set(len(self.record.jobs))
+        m.pins.set(sum(1 for e in self.record.jobs.values() if e.nodes is not None))
         sent = len(out.result.sent) if out.result is not None else 0
         failed = len(out.result.failed) if out.result is not None else 0
         ok = out.error is None
@@ -247,6 +337,10 @@ class Daemon:
         """Signal handler: only sets the flag the loop polls."""
         self._stop = True
 
+    def request_reload(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        """SIGHUP handler: only sets the flag the loop polls."""
+        self._reload = True
+
     @property
     def stopping(self) -> bool:
         return self._stop
@@ -255,16 +349,65 @@ class Daemon:
         c = self.config
         return min(c.backoff_max, c.backoff_initial * 2 ** max(0, self.failures - 1))
 
+    def next_delay(self, ok: bool, wake_at: float | None) -> float:
+        """Seconds to the next cycle: the interval, sooner when the policy asked to wake earlier."""
+        if not ok:
+            return self.backoff()
+        delay = self.config.interval
+        if wake_at is not None:
+            delay = min(delay, max(MIN_WAKE, wake_at - self.clock()))
+        return delay
+
     def _wait(self, seconds: float) -> None:
         end = time.monotonic() + seconds
-        while not self._stop:
+        while not self._stop and not self._reload:
+            self.notifier.watchdog()
             left = end - time.monotonic()
             if left <= 0:
                 return
             self._sleep(min(SLEEP_SLICE, left))
 
+    def reload(self) -> bool:
+        """Read the config file again; keep the old config (logged) when the new one is wrong."""
+        self._reload = False
+        self.notifier.send("RELOADING=1")
+        try:
+            new = load_config(self.config.source)
+            if new.state_file != self.config.state_file:
+                raise SlurmrlError(
+                    f"state_file cannot change on reload ({self.config.state_file} -> {new.state_file}); "
+                    "restart the daemon to move it"
+                )
+            if self.config.dry_run and not new.dry_run:
+                new = replace(new, dry_run=True)  # --dry-run on the command line wins
+            policy = load_policy(new) if new.policy_label != self.config.policy_label else self.policy
+        except SlurmrlError as exc:
+            log(logging.ERROR, "reload failed; keeping the old config", error=exc.format())
+            self.audit.write("reload", ok=False, error=exc.format())
+            self.notifier.send("READY=1")
+            return False
+        self.audit.close()  # reopened on the next write: logrotate's new file
+        self.config, self.policy = new, policy
+        self.audit = AuditLog(new.audit_log or None)
+        LOGGER.setLevel(new.log_level.upper())
+        self._set_info()
+        log(logging.INFO, "reloaded", config=new.source, policy=new.policy_label, mode=new.mode)
+        self.audit.write("reload", ok=True, policy=new.policy_label, mode=new.mode, dry_run=new.dry_run)
+        self.notifier.send("READY=1")
+        return True
+
+    def _set_info(self) -> None:
+        try:
+            version = self.backend.version()
+        except SlurmError:
+            version = "unknown"
+        self.metrics.set_info(self.config.policy_label, self.config.mode, version, self.dry_run)
+
     def run_once(self) -> bool:
         """One cycle with errors logged and counted; True when it succeeded."""
+        return self._run_cycle()[0]
+
+    def _run_cycle(self) -> tuple[bool, float | None]:
         try:
             outcome = self.cycle()
         except SlurmError as exc:
@@ -274,7 +417,7 @@ class Daemon:
                 "cycle", cycle=self.record.cycle + 1, ok=False, error=exc.format(), dry_run=self.dry_run
             )
             log(logging.WARNING, "cycle failed", error=exc.format(), retry_in=self.backoff())
-            return False
+            return False, None
         except Exception as exc:  # a policy bug must not take the daemon (and its revert) down
             self.failures += 1
             self.metrics.errors.labels(kind="internal").inc()
@@ -288,13 +431,13 @@ class Daemon:
             logging.getLogger("slurmrl.daemon").error(
                 "cycle crashed", exc_info=True, extra={"kv": {"retry_in": self.backoff()}}
             )
-            return False
+            return False, None
         if outcome.error is not None:
             self.failures += 1
             log(logging.WARNING, "cycle cut short", error=outcome.error.format(), retry_in=self.backoff())
-            return False
+            return False, None
         self.failures = 0
-        return True
+        return True, outcome.wake_at
 
     def run(self, *, once: bool = False, install_signals: bool = True) -> int:
         """Run until stopped; returns the process exit status."""
@@ -302,10 +445,12 @@ class Daemon:
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, self.request_stop)
+            previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, self.request_reload)
         try:
+            self._set_info()
             if self.config.metrics_port and not once:
-                self.metrics.serve(self.config.metrics_port)
-                log(logging.INFO, "metrics", port=self.config.metrics_port)
+                self.metrics.serve(self.config.metrics_port, self.config.metrics_address)
+                log(logging.INFO, "metrics", address=self.config.metrics_address, port=self.config.metrics_port)
             log(
                 logging.INFO,
                 "start",
@@ -316,11 +461,19 @@ class Daemon:
                 tracked=len(self.record.jobs),
                 config=self.config.source,
             )
+            ready = False
             while not self._stop:
-                ok = self.run_once()
+                if self._reload:
+                    self.reload()
+                ok, wake_at = self._run_cycle()
                 if once:
                     return 0 if ok else 1
-                self._wait(self.config.interval if ok else self.backoff())
+                if not ready:
+                    self.notifier.send("READY=1")
+                    ready = True
+                self.notifier.watchdog()
+                self._wait(self.next_delay(ok, wake_at))
+            self.notifier.send("STOPPING=1")
             log(logging.INFO, "stopping", tracked=len(self.record.jobs))
             if self.dry_run:
                 log(logging.INFO, "dry run: nothing to give back", tracked=len(self.record.jobs))
@@ -330,7 +483,7 @@ class Daemon:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.audit.close()
+            self.close()
 
     # -- giving everything back --------------------------------------------
 
@@ -339,12 +492,14 @@ class Daemon:
         total = len(self.record.jobs)
         gone = reverted = 0
         attempt = 0
-        while self.record.jobs and attempt < REVERT_ATTEMPTS:
+        self._adopted = False  # a revert also gives back notes a lost record forgot
+        while attempt < REVERT_ATTEMPTS and (self.record.jobs or attempt == 0):
             attempt += 1
             jobs: dict[str, Any] | None
             try:
-                snapshot = self.backend.snapshot()
+                snapshot, _ = self.read()  # reconciles: unsure fields settled, lost notes adopted
                 jobs = {j.job_id: j for j in snapshot.jobs}
+                total = max(total, len(self.record.jobs))
             except SlurmError as exc:
                 log(logging.WARNING, "revert: cannot read the queue", error=exc.format(), attempt=attempt)
                 jobs = None
@@ -380,14 +535,16 @@ class Daemon:
                 log(logging.WARNING, "revert failed", job=ch.job_id, field=ch.field, error=exc.format())
 
             before = set(self.record.jobs)
-            result = apply_changes(self.backend, changes, self.record, now, on_sent=sent, on_failed=failed)
+            result = apply_changes(
+                self.backend, changes, self.record, now, persist=self.save, on_sent=sent, on_failed=failed
+            )
             gone += len(result.vanished)
             for jid in before - set(result.vanished):
                 entry = self.record.get(jid)
                 if entry is None or not entry.changed_anything:
                     self.record.drop(jid)
                     reverted += 1
-            self.record.save(self.config.state_file)
+            self.save()
             if result.stopped_by is None and not result.failed:
                 break
             if result.stopped_by is not None:

@@ -7,7 +7,36 @@ process metrics unless asked for.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from slurmrl.slurm.run import STATS, CallStats
+
+
+class SlurmCallCollector(Collector):
+    """Exports the runner's per-command counters (every Slurm command goes through it)."""
+
+    def __init__(self, stats: CallStats = STATS) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        calls = CounterMetricFamily("slurmrl_slurm_calls", "Slurm commands run, by command", labels=["command"])
+        failures = CounterMetricFamily(
+            "slurmrl_slurm_call_failures", "Slurm commands that failed, by command", labels=["command"]
+        )
+        seconds = CounterMetricFamily(
+            "slurmrl_slurm_call_seconds", "Wall time spent in Slurm commands, by command", labels=["command"]
+        )
+        for name, one in sorted(dict(self.stats.by_command).items()):
+            calls.add_metric([name], one.calls)
+            failures.add_metric([name], one.failures)
+            seconds.add_metric([name], one.seconds)
+        yield calls
+        yield failures
+        yield seconds
 
 # Cycle and policy latency buckets, seconds: a cycle should stay well under the
 # default 30 s interval; policies are expected in milliseconds (our choice).
@@ -39,11 +68,26 @@ class DaemonMetrics:
         )
         self.reverts = Counter("slurmrl_reverts", "Values given back to Slurm by field", ["kind"], registry=r)
         self.tracked = Gauge("slurmrl_jobs_tracked", "Jobs with daemon-set values in the record", registry=r)
+        self.pins = Gauge("slurmrl_pins_active", "Jobs with a ReqNodeList set by the daemon", registry=r)
+        self.notes_enabled = Gauge(
+            "slurmrl_notes_enabled", "1 while audit notes (AdminComment) are written, 0 once refused", registry=r
+        )
+        self.info = Gauge(
+            "slurmrl_info", "The running configuration (value 1)",
+            ["policy", "mode", "slurm_version", "dry_run"], registry=r,
+        )
+        r.register(SlurmCallCollector())
+
+    def set_info(self, policy: str, mode: str, slurm_version: str, dry_run: bool) -> None:
+        self.info.clear()
+        self.info.labels(
+            policy=policy, mode=mode, slurm_version=slurm_version, dry_run=str(dry_run).lower()
+        ).set(1)
 
     def observe_jobs(self, by_state: dict[str, int]) -> None:
         self.jobs.clear()
         for state, count in by_state.items():
             self.jobs.labels(state=state).set(count)
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+    def serve(self, port: int, addr: str = "127.0.0.1") -> None:
         start_http_server(port, addr=addr, registry=self.registry)

@@ -22,10 +22,11 @@ Safety rules enforced here rather than trusted to policies:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.factors import PriorityFactors
 from slurmrl.daemon.record import Record, Touched
 from slurmrl.policy.view import Decisions
 from slurmrl.slurm.backend import MAX_COMMENT
@@ -61,6 +62,12 @@ class Change:
     restore: bool = False
     orig: Value = None
     block_until: float = 0.0  # placement expiry: do not place this job again before
+    # Placement: the job's request (request_key). On a pin, remembered if Slurm refuses
+    # it; on a removal, marks the pin as refused (BadConstraints).
+    request: str = ""
+    # Priority mode: what revert must restore besides the number.
+    orig_nice: int = 0
+    orig_explicit: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,26 @@ def make_note(
     return " ".join(parts)
 
 
+# What a job's request is made of, for "pin refused: not again until the request
+# changes": everything the user (or Slurm, for a pending job) may change, except
+# what the daemon itself writes and what moves on its own.
+_VOLATILE = frozenset(
+    {
+        "state", "reason", "priority", "site_factor", "admin_comment", "required_nodes", "nodes",
+        "gpu_alloc", "start_time", "state_flags", "held",
+    }
+)
+REFUSED_REASONS = frozenset({"BadConstraints"})  # Slurm's reasons for a pin it cannot honour
+
+
+def request_key(job: SlurmJob) -> str:
+    """A stable text of the job's request; a refused pin is retried only when it changes."""
+    parts = [
+        f"{name}={getattr(job, name)!r}" for name in sorted(job.__dataclass_fields__) if name not in _VOLATILE
+    ]
+    return "|".join(parts)
+
+
 def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[Change]:
     """Changes that give back every value the daemon set on one job."""
     out: list[Change] = []
@@ -122,7 +149,13 @@ def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[C
             Change(jid, "site_factor", entry.site_factor, entry.orig_site_factor, reason, restore=True)
         )
     if entry.priority is not None:
-        out.append(Change(jid, "priority", entry.priority, None, reason, restore=True))
+        back = entry.orig_priority if entry.orig_explicit_priority else None
+        out.append(
+            Change(
+                jid, "priority", entry.priority, back, reason, restore=True,
+                orig_nice=entry.orig_nice, orig_explicit=entry.orig_explicit_priority,
+            )
+        )
     if entry.nodes is not None:
         out.append(Change(jid, "nodes", entry.nodes, entry.orig_nodes, reason, restore=True))
     if entry.admin_comment is not None:
@@ -152,6 +185,8 @@ def _clean_starts(
         entry = record.get(start.job_id)
         if entry is not None and entry.placement_blocked_until > now:
             continue
+        if entry is not None and entry.pin_refused and entry.pin_refused == request_key(job):
+            continue  # Slurm refused a pin for this very request: not again until it changes
         if job.required_nodes and (entry is None or entry.nodes is None):
             continue  # the user chose the nodes; never override them
         names = tuple(sorted(cluster.nodes[a.node].name for a in start.placement.allocs))
@@ -174,7 +209,13 @@ def plan_cycle(
     record: Record,
     config: DaemonConfig,
     now: float,
+    *,
+    write_notes: bool = True,
+    factors: Mapping[str, PriorityFactors] | None = None,
 ) -> CyclePlan:
+    """The changes for one cycle. ``write_notes`` False: no AdminComment (the account
+    is only Operator); ``factors``: each job's nice and explicit priority (from sprio)."""
+    factors = factors or {}
     jobs = {j.job_id: j for j in snapshot.jobs}
     notes: list[str] = []
     forget: list[str] = []
@@ -201,7 +242,19 @@ def plan_cycle(
         if entry.nodes is None or jid not in scoped:
             continue
         want = desired.get(jid)
-        if want is None:
+        job = scoped[jid]
+        if job.reason in REFUSED_REASONS:
+            # The pin cannot be honoured: remove it once, and not again for this request.
+            desired.pop(jid, None)
+            add(
+                (0, 1),
+                Change(
+                    jid, "nodes", entry.nodes, entry.orig_nodes,
+                    f"Slurm marks the pin {job.reason}; not pinned again until the request changes",
+                    restore=True, request=request_key(job),
+                ),
+            )
+        elif want is None:
             add(
                 (0, 1),
                 Change(
@@ -233,7 +286,13 @@ def plan_cycle(
         entry = record.get(jid)
         job = scoped[jid]
         old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
-        add((1, 0), Change(jid, "nodes", old, names, "policy starts it now", orig=job.required_nodes))
+        add(
+            (1, 0),
+            Change(
+                jid, "nodes", old, names, "policy starts it now", orig=job.required_nodes,
+                request=request_key(job),
+            ),
+        )
 
     # 3. Ordering: rank -> bounded site factor (or explicit priority).
     eligible = [jid for jid, j in scoped.items() if j.eligible]
@@ -286,14 +345,21 @@ def plan_cycle(
                 why = f"rank {rank + 1}/{count}" + (
                     "; waited over starvation_wait, not demoted" if demote_blocked else ""
                 )
-                add((2, rank), Change(jid, "priority", have_p, value, why, orig=job.priority))
+                f = factors.get(jid)
+                add(
+                    (2, rank),
+                    Change(
+                        jid, "priority", have_p, value, why, orig=job.priority,
+                        orig_nice=f.nice if f else 0, orig_explicit=bool(f and f.explicit_priority),
+                    ),
+                )
 
     # 4. Audit notes in AdminComment, reflecting each job's state after its changes.
     # Also for jobs without a field change this cycle whose note is missing or
     # stale (a comment update deferred or refused earlier, or edited by someone).
     rank_of = {jid: r for r, jid in enumerate(ranked)}
     for jid, entry in record.jobs.items():
-        if jid in groups or jid not in scoped:
+        if not write_notes or jid in groups or jid not in scoped:
             continue
         stale = entry.note_stale or (entry.admin_comment is None and entry.changed_anything)
         if stale or (entry.admin_comment is not None and scoped[jid].admin_comment != entry.admin_comment):
@@ -308,7 +374,7 @@ def plan_cycle(
             deferred += len(changes)
             continue
         job = jobs.get(jid)
-        if job is not None:
+        if job is not None and write_notes:
             comment = _comment_change(job, record.get(jid), changes, config)
             if comment is not None and len(comment.new or "") > MAX_COMMENT:  # type: ignore[arg-type]
                 notes.append(f"job {jid}: audit note would exceed {MAX_COMMENT} characters; left out")

@@ -40,6 +40,17 @@ class Touched:
     placement_blocked_until: float = 0.0
     # A field changed after the audit note was last written: the note must be rewritten.
     note_stale: bool = False
+    # Fields whose last update was saved here before it was sent and whose outcome
+    # is unknown (crash before the answer, scontrol timeout): reconciled with what
+    # Slurm shows before anything else is planned.
+    unsure: tuple[str, ...] = ()
+    # Priority mode: the job's nice and whether its priority was set explicitly
+    # (by an admin) before the daemon's first change, so revert can restore both.
+    orig_nice: int = 0
+    orig_explicit_priority: bool = False
+    # The job's request (see plan.request_key) when Slurm refused a pin: not pinned
+    # again until the request changes.
+    pin_refused: str = ""
 
     @property
     def changed_anything(self) -> bool:
@@ -54,6 +65,7 @@ class Touched:
         d = asdict(self)
         d["nodes"] = list(self.nodes) if self.nodes is not None else None
         d["orig_nodes"] = list(self.orig_nodes)
+        d["unsure"] = list(self.unsure)
         return d
 
     @staticmethod
@@ -62,6 +74,7 @@ class Touched:
         if known.get("nodes") is not None:
             known["nodes"] = tuple(known["nodes"])
         known["orig_nodes"] = tuple(known.get("orig_nodes") or ())
+        known["unsure"] = tuple(known.get("unsure") or ())
         return Touched(**known)
 
 
@@ -76,7 +89,7 @@ class Record:
         return self.jobs.get(job_id)
 
     def put(self, entry: Touched) -> None:
-        if entry.changed_anything or entry.placement_blocked_until:
+        if entry.changed_anything or entry.placement_blocked_until or entry.pin_refused:
             self.jobs[entry.job_id] = entry
         else:
             self.jobs.pop(entry.job_id, None)

@@ -21,8 +21,8 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterator
-from itertools import groupby, islice
-from operator import attrgetter, itemgetter
+from itertools import islice
+from operator import attrgetter
 
 import numpy as np
 
@@ -135,32 +135,35 @@ class EasyBackfill(OrderedScheduler):
             return math.inf, None
         scratch = pool.copy()
         now = view.now
-        mine = sorted((now + limit_of(j), j.job_id) for j, _ in self._pass)
-        placements = {j.job_id: p for j, p in self._pass}
-
-        def placement_of(job_id: str) -> Placement:
-            found = placements.get(job_id)
-            return found if found is not None else self._running[job_id][1]
-
+        ends = self._ends
+        placements: dict[str, Placement] = {}
+        if self._pass:
+            placements = {j.job_id: p for j, p in self._pass}
+            ends = list(heapq.merge(ends, sorted((now + limit_of(j), j.job_id) for j, _ in self._pass)))
+        running = self._running
         # Nothing can fit before enough GPUs are free in total, nor before the
         # nodes the head may span hold enough (``bound``): releases are kept
         # in a batch, counted on plain ints, and written to the scratch pool
         # only when a placement is worth trying. A try skipped that way is
-        # one the placement would have refused, so it still counts.
-        groups = groupby(heapq.merge(self._ends, mine), key=itemgetter(0))
+        # one the placement would have refused, so it still counts. Jobs with
+        # equal ends are released together; this loop runs for about a
+        # hundred running jobs per reservation, hence the local names.
         make_bound = getattr(self.placement, "bound", None)
         bound = make_bound(head, scratch, now) if make_bound is not None else NodeBound(head, scratch, now)
+        release, possible = bound.release, bound.possible
         batch: list[Placement] = []
-        freed = scratch.total_free
+        freed, need = scratch.total_free, head.gpus
         tries = 0
-        for end, group in groups:
-            ending = [placement_of(job_id) for _, job_id in group]
-            batch.extend(ending)
-            for placement in ending:
-                freed += bound.release(placement)
-            if freed < head.gpus:
-                continue
-            if bound.possible():
+        last = len(ends) - 1
+        for i, (end, job_id) in enumerate(ends):
+            placement = placements.get(job_id)
+            if placement is None:
+                placement = running[job_id][1]
+            batch.append(placement)
+            freed += release(placement)
+            if freed < need or (i < last and ends[i + 1][0] == end):
+                continue  # too few GPUs yet, or more of this group to release
+            if possible():
                 if len(batch) == 1:
                     scratch.release(batch[0])
                 else:

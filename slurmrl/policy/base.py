@@ -79,7 +79,10 @@ class OrderedScheduler:
         """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`."""
         if view.pool.total_free == 0:
             return []
-        pool = view.pool.copy()
+        # Placements only read the pool, so the view's read-only one serves
+        # until the first start; most passes under load start nothing.
+        pool = view.pool
+        copied = False
         starts: list[Start] = []
         queue = iter(ranked)
         for job in queue:
@@ -87,8 +90,11 @@ class OrderedScheduler:
                 break
             placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
             if placement is None:
-                starts.extend(self.after_blocked(view, pool, job, queue))
+                if type(self).after_blocked is not OrderedScheduler.after_blocked:
+                    starts.extend(self.after_blocked(view, pool if copied else pool.copy(), job, queue))
                 break
+            if not copied:
+                pool, copied = pool.copy(), True
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
             self.on_start(job, placement)

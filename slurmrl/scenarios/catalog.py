@@ -30,6 +30,9 @@ class Scenario:
     end: float | None = None
     vcs: tuple[str, ...] = ()  # keep only these VCs; () = all
     role: str = "benchmark"  # "train" or "eval" for the RL split, else "benchmark"
+    # GPU type the trace's durations were measured on ("" = the cluster's most
+    # common type, which leaves a homogeneous cluster at trace speed).
+    reference_gpu: str = ""
 
     def window(self) -> str:
         """The submit-time window in days, e.g. ``days 7-14``, or ``whole trace``."""
@@ -121,6 +124,11 @@ _LIST = [
         "philly-hetero",
         "the 4 shared Philly weeks on 640 GPUs of V100/P100/K80 nodes",
         PHILLY, "data:hetero-640.toml",
+        # Philly's durations were run mostly on its 8-GPU, 24 GB machines
+        # (231 of 552 machines, 1,848 of its 2,490 GPUs in the shared machine
+        # list), P40-class boards: read them as P40 times, so the V100 nodes
+        # run faster than recorded and the K80 nodes slower.
+        reference_gpu="p40",
     ),
     # Per-VC scenarios: one VC's jobs on its node quota (philly_vc_nodes.csv,
     # the quotas the Helios/QSSF authors assumed, 8 GPUs per node). Only the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slurmrl import __version__
 from slurmrl.cluster.model import Cluster
@@ -37,6 +37,9 @@ class Workload:
     offered_load: float  # GPU-seconds asked / GPU-seconds available over the arrival span
     seed: int
     target_load: float | None = None  # the offered load asked for, when the scale was chosen to meet one
+    # GPU type the trace's durations were measured on, when the scenario knows
+    # it; an explicit --reference-gpu wins.
+    reference_gpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,8 @@ def prepare(
 
         chosen = with_time_limits(chosen, seed)
     load = offered_load(chosen, the_cluster)
-    return Workload(chosen, the_cluster, label, factor, load, seed, target_load)
+    reference = sc.reference_gpu if scenario is not None else ""
+    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference)
 
 
 def run_policy(
@@ -192,6 +196,8 @@ def run_policy(
         policy_obj, name = policy, policy.name
         placement_name = placement or getattr(getattr(policy, "placement", None), "name", "")
         deployable = policy.deployable
+    if workload.reference_gpu and not settings.reference_gpu:
+        settings = replace(settings, reference_gpu=workload.reference_gpu)
     sim = Simulator(workload.trace, workload.cluster, config=sim_config(settings, workload.seed))
     t0 = time.perf_counter()
     result = sim.run(policy_obj, progress=progress)

@@ -124,5 +124,9 @@ class CliBackend:
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._update(job_id, f"ReqNodeList={check_nodelist(nodelist)}")
 
+    def set_nice(self, job_id: str, value: int) -> None:
+        """Give back a user's --nice (an explicit Priority= clears it)."""
+        self._update(job_id, f"Nice={int(value)}")
+
     def set_admin_comment(self, job_id: str, text: str) -> None:
         self._update(job_id, f"AdminComment={check_comment(text)}")

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slurmrl.errors import SlurmError
 
@@ -57,12 +57,22 @@ class CommandResult:
 
 
 @dataclass
+class CommandStats:
+    """One command's counters (``scontrol update``, ``squeue``, ...)."""
+
+    calls: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class CallStats:
     """Counters for the daemon's metrics endpoint."""
 
     calls: int = 0
     failures: int = 0
     seconds: float = 0.0
+    by_command: dict[str, CommandStats] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, float]:
         return {"calls": self.calls, "failures": self.failures, "seconds": self.seconds}
@@ -135,33 +145,45 @@ def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | No
             errors="replace",
         )
     except FileNotFoundError:
-        _count(time.monotonic() - start, failed=True)
+        _count(time.monotonic() - start, failed=True, argv=argv)
         raise CommandNotFound(
             f"'{argv[0]}' is not installed or not on PATH",
             hint="install the Slurm client tools (Debian/Ubuntu: apt-get install slurm-client)",
         ) from None
     except PermissionError:
-        _count(time.monotonic() - start, failed=True)
+        _count(time.monotonic() - start, failed=True, argv=argv)
         raise CommandNotFound(
             f"'{argv[0]}' exists but cannot be executed", hint="check its permissions"
         ) from None
     except subprocess.TimeoutExpired:
-        _count(time.monotonic() - start, failed=True)
+        _count(time.monotonic() - start, failed=True, argv=argv)
         raise ControllerUnreachable(
             f"'{' '.join(argv)}' did not finish within {timeout:g} s",
             hint="slurmctld may be down or overloaded; check 'scontrol ping'",
         ) from None
     seconds = time.monotonic() - start
     if proc.returncode != 0:
-        _count(seconds, failed=True)
+        _count(seconds, failed=True, argv=argv)
         raise classify(argv, proc.returncode, proc.stderr)
-    _count(seconds, failed=False)
+    _count(seconds, failed=False, argv=argv)
     return CommandResult(argv, proc.returncode, proc.stdout, proc.stderr, seconds)
 
 
-def _count(seconds: float, *, failed: bool) -> None:
+def command_name(argv: Sequence[str]) -> str:
+    """A metrics label: the binary, plus the verb for scontrol (``scontrol update``)."""
+    name = os.path.basename(argv[0]) if argv else "?"
+    if name == "scontrol" and len(argv) > 1 and not argv[1].startswith("-"):
+        return f"{name} {argv[1]}"
+    return name
+
+
+def _count(seconds: float, *, failed: bool, argv: Sequence[str] = ()) -> None:
     with _LOCK:
         STATS.calls += 1
         STATS.seconds += seconds
+        one = STATS.by_command.setdefault(command_name(argv), CommandStats())
+        one.calls += 1
+        one.seconds += seconds
         if failed:
             STATS.failures += 1
+            one.failures += 1

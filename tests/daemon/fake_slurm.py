@@ -71,6 +71,8 @@ class FakeSlurm:
         self.calls: list[tuple[str, str, object]] = []
         self.failures: list[tuple[str, str | None, Exception]] = []
         self.now = now if now is not None else time.time()
+        self.nice: dict[str, int] = {}  # job id -> nice, as sprio shows it
+        self.explicit: set[str] = set()  # jobs whose priority an admin set by hand
 
     # error injection
     def fail_next(self, method: str, exc: Exception, job_id: str | None = None) -> None:
@@ -129,9 +131,11 @@ class FakeSlurm:
 
     def set_priority(self, job_id: str, value: int) -> None:
         self._set("set_priority", job_id, value, priority=value)
+        self.nice.pop(job_id, None)  # as Slurm: an explicit priority clears nice
 
     def reset_priority(self, job_id: str) -> None:
         self._set("reset_priority", job_id, None, priority=1000)
+        self.explicit.discard(job_id)
 
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._set(
@@ -143,6 +147,20 @@ class FakeSlurm:
 
     def set_admin_comment(self, job_id: str, text: str) -> None:
         self._set("set_admin_comment", job_id, text, admin_comment=text)
+
+    def set_nice(self, job_id: str, value: int) -> None:
+        self._set("set_nice", job_id, value)
+        self.nice[job_id] = value
+
+    def priority_factors(self) -> dict:
+        """What sprio would show: pending jobs only, SiteFactor 0 unless set."""
+        from slurmrl.daemon.factors import PriorityFactors
+
+        return {
+            jid: PriorityFactors(j.site_factor or 0, self.nice.get(jid, 0), jid in self.explicit)
+            for jid, j in self.jobs.items()
+            if j.is_pending
+        }
 
     # helpers for tests
     def start(self, job_id: str, node: str, gpus: Sequence[int]) -> None:

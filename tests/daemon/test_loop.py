@@ -216,6 +216,7 @@ def test_a_restarted_daemon_reverts_from_the_state_file(tmp_path: Path) -> None:
     d, fake = make(tmp_path, jobs, policy="fifo-backfill", placement="topology")
     d.cycle()
     assert fake.jobs["90"].required_nodes == ("node02",)
+    d.close()  # the state file's lock: one daemon at a time
     fresh = Daemon(d.config, fake, metrics=DaemonMetrics(), sleep=lambda s: None)
     assert set(fresh.record.jobs) == {"90"}
     fresh.revert()

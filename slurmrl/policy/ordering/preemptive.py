@@ -96,11 +96,16 @@ class PreemptiveScheduler:
         # the ranking, so any later unconstrained job at least that large
         # fails too. Once a 1-GPU job fails, the pass is over.
         smallest_failure = None
+        # The same for jobs with a GPU type or a node count, where the
+        # placement's verdict is monotone in the free GPUs (see Failures).
+        failures = Failures(now) if getattr(self.placement, "monotone", False) else None
         for job in ranked:
             unconstrained = not job.gpu_type and job.num_nodes is None
             if smallest_failure is not None and unconstrained and job.gpus >= smallest_failure:
                 if smallest_failure <= 1:
                     break
+                continue
+            if failures is not None and failures.doomed(job):
                 continue
             if victims is None and pool.total_free == 0:
                 victims = self._victims(view)
@@ -120,6 +125,8 @@ class PreemptiveScheduler:
             if placement is None:
                 if unconstrained and (smallest_failure is None or job.gpus < smallest_failure):
                     smallest_failure = job.gpus
+                if failures is not None:
+                    failures.add(job)
                 continue
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
@@ -179,3 +186,45 @@ class PreemptiveScheduler:
                 preempted.append(victim)
                 victims.remove(victim)
         return found
+
+
+class Failures:
+    """Shapes of the jobs a pass could neither place nor make room for.
+
+    A later job is doomed when an earlier failure asked for no more GPUs, of
+    its GPU type or of any, spread over at least as many nodes: every state
+    the later job can try (the pass's free GPUs, plus a prefix of the victims
+    it may stop) frees no GPU that the earlier job's last try, with all its
+    candidate victims released, did not. Valid only for placements whose
+    verdict is monotone in the free GPUs (a placement's ``monotone``
+    attribute): any that place a job place it on any pool with more free
+    GPUs on every node. Skipping a doomed job changes no decision; under
+    packed node counts, where every job has one, it spares most of the
+    displacement attempts of a saturated pass.
+    """
+
+    __slots__ = ("_now", "_least")
+
+    def __init__(self, now: float) -> None:
+        self._now = now
+        # (GPU type, most nodes) -> fewest GPUs that failed; inf nodes: any number.
+        self._least: dict[tuple[str, float], int] = {}
+
+    def _nodes(self, job: JobView) -> float:
+        k = job.max_nodes(self._now)
+        return float("inf") if k is None else float(k)
+
+    def add(self, job: JobView) -> None:
+        key = (job.gpu_type, self._nodes(job))
+        known = self._least.get(key)
+        if known is None or job.gpus < known:
+            self._least[key] = job.gpus
+
+    def doomed(self, job: JobView) -> bool:
+        if not self._least:
+            return False
+        nodes, gpus, gpu_type = self._nodes(job), job.gpus, job.gpu_type
+        for (kind, most), least in self._least.items():
+            if least <= gpus and most >= nodes and (not kind or kind == gpu_type):
+                return True
+        return False

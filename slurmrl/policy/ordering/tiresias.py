@@ -75,8 +75,17 @@ class Tiresias(PreemptiveScheduler):
         return out
 
     def queue(self, job: JobView, now: float) -> int:
-        """Queue index, 0 = highest priority."""
-        return bisect.bisect_right(self.thresholds, self._counted([job], now)[0])
+        """Queue index, 0 = highest priority.
+
+        The preemption rule asks it twice per victim tried, so it reads the
+        pass's memo directly rather than through :meth:`_counted`.
+        """
+        if now != self._cache_time:
+            self._cache_time, self._cache = now, {}
+        found = self._cache.get(job.job_id)
+        if found is None:
+            found = self._cache[job.job_id] = job.service(now) - self._offset.get(job.job_id, 0.0)
+        return bisect.bisect_right(self.thresholds, found)
 
     def prepare(self, view: ClusterView) -> None:
         self._cache_time = math.nan  # offsets may change below

@@ -13,7 +13,7 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.placement.common import node_request
+from slurmrl.policy.placement.common import node_request, tables
 from slurmrl.policy.view import ClusterView, JobView
 
 
@@ -21,8 +21,8 @@ def eligible_nodes(job: JobView, pool: GpuPool) -> np.ndarray:
     """Boolean mask of nodes whose GPU type the job accepts and that have free GPUs."""
     mask = pool.free_count > 0
     if job.gpu_type:
-        types = np.array([n.gpu_type == job.gpu_type for n in pool.cluster.nodes])
-        mask &= types
+        types = tables(pool.cluster).type_masks.get(job.gpu_type)
+        mask &= types if types is not None else False
     return mask
 
 
@@ -68,9 +68,9 @@ class FirstFit:
             return None
         mask = eligible_nodes(job, pool)
         if job.gpus <= pool.cluster.max_gpus_per_node and (job.num_nodes in (None, 1)):
-            fits = np.flatnonzero(mask & (pool.free_count >= job.gpus))
-            if fits.size:
-                node = int(fits[0])
+            fits = mask & (pool.free_count >= job.gpus)
+            node = int(fits.argmax())  # the first node that fits, if any does
+            if fits[node]:
                 return Placement.of([(node, pool.free_gpus(node)[: job.gpus])])
             if job.num_nodes == 1:
                 return None
@@ -88,7 +88,7 @@ class FirstFitBound:
     the first ``k``.
     """
 
-    __slots__ = ("_need", "_k", "_one_node", "_counts", "_eligible", "_nonzero", "_max", "_total")
+    __slots__ = ("_need", "_k", "_one_node", "_counts", "_eligible", "_nonzero", "_max", "_total", "_answer")
 
     def __init__(self, job: JobView, pool: GpuPool, now: float) -> None:
         cluster = pool.cluster
@@ -104,6 +104,7 @@ class FirstFitBound:
         self._nonzero = [i for i, (c, ok) in enumerate(zip(self._counts, self._eligible, strict=True)) if ok and c]
         self._max = max(live, default=0)
         self._total = sum(live)
+        self._answer: bool | None = None  # None: to be worked out again
 
     def release(self, placement: Placement) -> int:
         """Count ``placement``'s GPUs as free; returns how many."""
@@ -118,11 +119,19 @@ class FirstFitBound:
                 self._total += k
                 if after > self._max:
                     self._max = after
+                nonzero = self._nonzero
+                if self._one_node or self._k is None or len(nonzero) < self._k or node <= nonzero[self._k - 1]:
+                    self._answer = None  # the first k nodes with free GPUs changed
                 if not before:
-                    bisect.insort(self._nonzero, node)
+                    bisect.insort(nonzero, node)
         return total
 
     def possible(self) -> bool:
+        if self._answer is None:
+            self._answer = self._work_out()
+        return self._answer
+
+    def _work_out(self) -> bool:
         need, k = self._need, self._k
         if self._one_node:
             if self._max >= need:

@@ -99,6 +99,10 @@ def _one_node(job: JobView, pool: GpuPool, mask: np.ndarray) -> Placement | None
 
 class Topology:
     name = "topology"
+    # A job placed on some pool is placed on any pool with at least as many
+    # free GPUs on every node: the preemptive pass relies on it to skip jobs
+    # that an earlier, smaller failure shows cannot start.
+    monotone = True
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
         job = node_request(job, view)

@@ -1,0 +1,138 @@
+"""Faults against the local Slurm 22.05 test cluster: SIGKILL mid-batch, SIGHUP, a second daemon,
+a user's -w/-x, an admin's SiteFactor. Each test is bounded in time and cancels its jobs.
+
+The test cluster runs no slurmdbd, so no Operator-only account can exist there; that path is
+covered with a fake Slurm that answers PermissionDenied on AdminComment (test_safety.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("daemon_live", Path(__file__).with_name("test_live.py"))
+live = importlib.util.module_from_spec(_spec)
+sys.modules["daemon_live"] = live
+_spec.loader.exec_module(live)  # type: ignore[union-attr]
+
+pytestmark = pytest.mark.slurm
+CLI = [sys.executable, "-c", "from slurmrl.cli import main; main()"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup():
+    yield
+    if live.SUBMITTED:
+        subprocess.run(["scancel", *live.SUBMITTED], capture_output=True, timeout=30)
+
+
+def start(cfg_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*CLI, "daemon", "--config", str(cfg_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def audit_lines(tmp: Path) -> list[dict]:
+    path = tmp / "audit.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def clean(jid: str) -> bool:
+    f = live.show(jid)
+    return live.site(jid) in (0, -1) and f.get("ReqNodeList") == "(null)" and "slurmrl:" not in f["AdminComment"]
+
+
+def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: Path) -> None:
+    fill = live.fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    jobs = [live.sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(24)]
+    cfg = live.make_config(tmp_path)
+    cfg_path = tmp_path / "daemon.toml"
+    live.write_toml(cfg_path, cfg)
+    proc = start(cfg_path)
+    try:
+        live.wait_for(lambda: any(r.get("kind") == "change" for r in audit_lines(tmp_path)), 30, "a first change")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        sent = [r for r in audit_lines(tmp_path) if r.get("kind") == "change"]
+        record = json.loads((tmp_path / "state.json").read_text())["jobs"]
+        touched = [j for j in jobs if live.site(j) > 0 or "slurmrl:" in live.show(j)["AdminComment"]]
+        assert set(touched) <= set(record), "a value in Slurm the record does not know"
+        assert len(sent) < 2 * len(jobs)  # it was killed before the batch ended
+        out = subprocess.run(
+            [*CLI, "daemon", "revert", "--config", str(cfg_path)], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert [j for j in jobs if not clean(j)] == []
+        assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        live.cancel(fill + jobs)
+
+
+def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path) -> None:
+    fill = live.fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    a = live.sbatch("-N1", "--gres=gpu:8", "-t", "5")
+    b = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    cfg = live.make_config(tmp_path)
+    cfg_path = tmp_path / "daemon.toml"
+    live.write_toml(cfg_path, cfg)
+    proc = start(cfg_path)
+    try:
+        live.wait_for(lambda: live.site(a) == 1000, 30, "the first changes")
+        second = subprocess.run(
+            [*CLI, "daemon", "--once", "--config", str(cfg_path)], capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode != 0 and f"pid {proc.pid}" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+        assert live.site(a) == 1000  # the refused one changed nothing
+        cfg_path.write_text(cfg_path.read_text().replace("interval = 1.0", "interval = 1.0\nmax_site_factor = 400"))
+        proc.send_signal(signal.SIGHUP)
+        live.wait_for(lambda: live.site(a) == 400, 30, "the reloaded max_site_factor")
+        cfg_path.write_text(cfg_path.read_text() + "bogus_key = 1\n")
+        proc.send_signal(signal.SIGHUP)
+        live.wait_for(
+            lambda: any(r.get("kind") == "reload" and not r.get("ok") for r in audit_lines(tmp_path)),
+            20, "the refused reload",
+        )
+        time.sleep(2)
+        assert proc.poll() is None and live.site(a) == 400  # still running, old config kept
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert clean(a) and clean(b)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        live.cancel(fill + [a, b])
+
+
+def test_users_nodelists_and_an_admins_site_factor_survive(tmp_path: Path) -> None:
+    # Only node02 has free GPUs (4), and the -x job excludes it: nothing here can start.
+    fill = live.fill_nodes({"node01": [8], "node02": [4], "node03": [8], "node04": [8]})
+    asked = live.sbatch("-N1", "--gres=gpu:8", "-t", "5", "-w", "node03")  # waits for its own node
+    excluded = live.sbatch("-N1", "--gres=gpu:4", "-t", "6", "-x", "node02")
+    admin = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    subprocess.run(["scontrol", "update", f"JobId={admin}", "SiteFactor=55"], check=True, timeout=30)
+    ours = [asked, excluded, admin]
+    live.wait_for(lambda: all(live.state(j) == "PENDING" for j in ours), 20, "jobs to queue")
+    cfg = live.make_config(tmp_path, policy="fifo-backfill")
+    d = live.Daemon(cfg, live.make_backend(cfg), metrics=live.DaemonMetrics())
+    try:
+        for _ in range(2):
+            assert d.cycle().error is None
+        assert live.show(asked)["ReqNodeList"] == "node03"  # the user's own -w, untouched
+        assert "node02" not in live.show(excluded)["ReqNodeList"]
+        assert d.record.jobs[admin].orig_site_factor == 55
+        assert d.revert().remaining == 0
+        assert live.site(admin) == 55  # the admin's value, not 0
+        assert live.show(asked)["ReqNodeList"] == "node03"
+    finally:
+        d.close()
+        live.cancel(fill + ours)

@@ -1,0 +1,150 @@
+"""The schedulers' shortcuts decide exactly what the straightforward paths decide.
+
+Backfill's reservation skips placements that free-count bounds show must
+fail, and the preemptive pass skips jobs an earlier, smaller failure dooms;
+both are checked here against the plain computation they stand for.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy import make_placement, make_policy
+from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, limit_of
+from slurmrl.policy.ordering.fifo import FifoOrdering
+from slurmrl.policy.placement.consolidate import Consolidate
+from slurmrl.policy.placement.first_fit import FirstFit
+from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.sim.experiment import prepare
+from slurmrl.sim.simulator import SimConfig, Simulator
+
+PLACEMENTS = ("first-fit", "consolidate", "topology")
+
+
+def make_cluster(racks: int, nodes: int, gpus: int = 4) -> Cluster:
+    return Cluster(
+        "t",
+        tuple(Rack(f"r{r}", r, tuple(range(r * nodes, (r + 1) * nodes))) for r in range(racks)),
+        tuple(
+            Node(f"n{i}", i, i // nodes, gpus, "v100", islands_for("nvlink:2", gpus)) for i in range(racks * nodes)
+        ),
+    )
+
+
+@st.composite
+def busy_views(draw: st.DrawFn) -> tuple[ClusterView, JobView]:
+    """A partly busy two-rack cluster and a head job that may need several nodes."""
+    cluster = make_cluster(2, draw(st.integers(2, 3)))
+    pool = GpuPool(cluster)
+    running = []
+    for n in range(len(cluster.nodes)):
+        free = list(range(4))
+        while free and draw(st.booleans()):
+            k = draw(st.integers(1, len(free)))
+            p = Placement.of([(n, free[:k])])
+            free = free[k:]
+            pool.allocate(p)
+            start = draw(st.sampled_from([0.0, 10.0, 20.0]))
+            limit = draw(st.sampled_from([50.0, 100.0, 200.0, 400.0]))
+            running.append(JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p))
+    gpus = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12]))
+    nodes = draw(st.sampled_from([None, 1, 2, 3]))
+    if nodes is not None and nodes * 4 < gpus:
+        nodes = math.ceil(gpus / 4)
+    head = JobView("head", gpus, 30.0, time_limit=100.0, num_nodes=nodes)
+    return ClusterView(30.0, cluster, pool.readonly(), (head,), tuple(running), ()), head
+
+
+def plain_reservation(view: ClusterView, head: JobView, placement: str) -> tuple[float, Placement | None]:
+    """Release jobs group by group in limit order and try the head after every group."""
+    place = make_placement(placement).place
+    pool = view.pool.copy()
+    ends = sorted((j.start_time + limit_of(j), j.job_id, j.placement) for j in view.running)  # type: ignore[operator]
+    tries = 0
+    for t in sorted({e for e, _, _ in ends}):
+        for e, _, p in ends:
+            if e == t:
+                pool.release(p)  # type: ignore[arg-type]
+        if pool.total_free < head.gpus:
+            continue
+        found = place(head, pool, view)
+        if found is not None:
+            return max(t, view.now), found
+        tries += 1
+        if tries >= MAX_RESERVATION_TRIES:
+            break
+    return math.inf, None
+
+
+@settings(max_examples=150, deadline=None)
+@given(busy_views(), st.sampled_from(PLACEMENTS))
+def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], placement: str) -> None:
+    view, head = case
+    policy = EasyBackfill("t", FifoOrdering(), make_placement(placement))
+    policy.before_pass(view)
+    shadow, mask = policy.reservation(view, view.pool.copy(), head)
+    want, found = plain_reservation(view, head, placement)
+    assert shadow == want
+    if found is None:
+        assert mask is None
+    else:
+        assert mask is not None
+        got = {(int(n), int(g)) for n, g in zip(*mask.nonzero(), strict=True)}
+        assert got == {(a.node, g) for a in found.allocs for g in a.gpus if view.pool.free[a.node, g]}
+
+
+@settings(max_examples=150, deadline=None)
+@given(busy_views(), st.sampled_from(PLACEMENTS), st.data())
+def test_bounds_refuse_only_what_placements_refuse(case: tuple[ClusterView, JobView], placement: str, data: st.DataObject) -> None:
+    """A bound's verdict never contradicts the placement; first fit's and the monotone ones' are exact."""
+    view, head = case
+    place = make_placement(placement)
+    pool = view.pool.copy()
+    maker = getattr(place, "bound", None)
+    bound = maker(head, pool, view.now) if maker is not None else NodeBound(head, pool, view.now)
+    order = data.draw(st.permutations(list(view.running)))
+    for job in [None, *order]:
+        if job is not None:
+            assert bound.release(job.placement) == job.gpus  # type: ignore[arg-type]
+            pool.release(job.placement)  # type: ignore[arg-type]
+        placed = place.place(head, pool, view) is not None
+        assert bound.possible() == placed
+
+
+class _PlainConsolidate(Consolidate):
+    monotone = False  # no skipping of doomed jobs in the preemptive pass
+
+
+class _PlainFirstFit(FirstFit):
+    bound = None  # type: ignore[assignment]  # reservations with the generic bound
+
+
+def _replay(policy: object, cluster: str, speed_model: str) -> list[tuple[object, ...]]:
+    workload = prepare(cluster=cluster, target_load=2.0, limit=400)
+    sim = Simulator(workload.trace, workload.cluster, config=SimConfig(seed=0, speed_model=speed_model))
+    result = sim.run(policy)  # type: ignore[arg-type]
+    return sorted(
+        (r.job_id, r.start_time, r.end_time, r.nodes, r.worst_link, r.killed_at_limit, r.preemptions)
+        for r in result.records
+    )
+
+
+def test_tiresias_skipping_doomed_jobs_changes_no_replay() -> None:
+    from slurmrl.policy.ordering.tiresias import Tiresias
+
+    fast = _replay(make_policy("tiresias", "consolidate"), "2x4x8", "placement")
+    plain = _replay(Tiresias(_PlainConsolidate()), "2x4x8", "placement")
+    assert fast == plain
+    assert any(p for *_, p in fast)  # the load makes it preempt
+
+
+def test_backfill_bounds_change_no_replay() -> None:
+    fast = _replay(make_policy("sjf-oracle", "first-fit"), "2x4x8", "none")
+    generic = make_policy("sjf-oracle", "first-fit")
+    generic.placement = _PlainFirstFit()  # type: ignore[attr-defined]
+    assert _replay(generic, "2x4x8", "none") == fast
