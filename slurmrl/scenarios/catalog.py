@@ -122,7 +122,7 @@ _LIST = [
     ),
     Scenario(
         "philly-hetero",
-        "the 4 shared Philly weeks on 640 GPUs of V100/P100/K80 nodes",
+        "the 4 shared Philly weeks on 640 GPUs of V100/P100/K80 nodes, durations read as P40 times",
         PHILLY, "data:hetero-640.toml",
         # Philly's durations were run mostly on its 8-GPU, 24 GB machines
         # (231 of 552 machines, 1,848 of its 2,490 GPUs in the shared machine

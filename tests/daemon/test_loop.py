@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
-import sys
 from dataclasses import replace
 from pathlib import Path
 
+import fake_slurm  # loaded by conftest.py
 import pytest
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig
@@ -19,10 +18,6 @@ from slurmrl.daemon.record import Record
 from slurmrl.errors import PolicyError
 from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, RateLimited
 
-_spec = importlib.util.spec_from_file_location("fake_slurm", Path(__file__).with_name("fake_slurm.py"))
-fake_slurm = importlib.util.module_from_spec(_spec)
-sys.modules["fake_slurm"] = fake_slurm
-_spec.loader.exec_module(fake_slurm)  # type: ignore[union-attr]
 FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slurm.running
 
 NOW = 1_700_000_000.0
