@@ -112,6 +112,19 @@ class GpuPool:
         self.free[nodes, gpus] = True
         self._recount()
 
+    def release_mask(self, mask: np.ndarray) -> None:
+        """Release the GPUs of a boolean ``[node, gpu]`` mask, all of which must be busy.
+
+        What backfill's reservation uses to give back, in one step, every
+        job that ends before the first time worth a placement.
+        """
+        if not mask.any():
+            return
+        if (self.free & mask).any():
+            raise PlacementConflict("releasing GPUs that were already free")
+        np.logical_or(self.free, mask, out=self.free)
+        self._recount()
+
     def withhold(self, mask: np.ndarray) -> None:
         """Mark the GPUs of a boolean ``[node, gpu]`` mask busy, whether free or not.
 

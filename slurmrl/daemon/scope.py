@@ -43,11 +43,13 @@ def scoped_pending(snapshot: Snapshot, scope: ScopeConfig) -> dict[str, SlurmJob
     return {j.job_id: j for j in snapshot.pending if in_scope(j, scope)}
 
 
-def _job_view(job: SlurmJob) -> JobView:
+def _job_view(job: SlurmJob, allowed: frozenset[int] | None) -> JobView:
     """The policy's view of a pending job, as :meth:`Snapshot.to_view` builds it.
 
     Built here for in-scope jobs only; the model is looked up only where a
     ``model=`` tag can be (its regex costs more than the rest on a 10,000-job queue).
+    ``allowed``: the nodes its partitions, --exclude, --constraint, CPUs,
+    memory and --exclusive let it use now (None = any).
     """
     tagged = "model=" in job.comment or "model=" in job.admin_comment or "model=" in job.name
     return JobView(
@@ -61,6 +63,10 @@ def _job_view(job: SlurmJob) -> JobView:
         model=job.model if tagged else "",
         num_nodes=job.num_nodes,
         gpu_type=job.gpus.gpu_type,
+        allowed_nodes=allowed,
+        required_nodes=job.required_nodes,
+        exclusive=job.exclusive,
+        max_node_count=job.max_nodes,
     )
 
 
@@ -68,7 +74,8 @@ def build_view(snapshot: Snapshot, scoped: dict[str, SlurmJob], scope: ScopeConf
     """Running jobs and node states from the whole snapshot; pending jobs from the scope only."""
     others = replace(snapshot, jobs=tuple(j for j in snapshot.jobs if not j.is_pending))
     view = others.to_view()
-    pending = [_job_view(j) for j in scoped.values() if j.eligible]
+    usable = snapshot.allowed_nodes(view.cluster)  # once per snapshot, memoised per distinct request
+    pending = [_job_view(j, usable.of(j)) for j in scoped.values() if j.eligible]
     pool = view.pool
     if scope.partitions:
         allowed = {n.name for n in snapshot.nodes if set(n.partitions) & set(scope.partitions)}

@@ -21,6 +21,7 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter
 
@@ -29,6 +30,7 @@ import numpy as np
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
+from slurmrl.policy.placement.common import tables
 from slurmrl.policy.view import ClusterView, JobView, Start
 
 # Slurm's bf_max_job_test default: at most this many queued jobs are tried
@@ -70,6 +72,10 @@ class EasyBackfill(OrderedScheduler):
         self._next_backfill = -math.inf
         self._ends: list[tuple[float, str]] = []  # (limit-based end, job id), sorted
         self._running: dict[str, tuple[float, Placement]] = {}
+        # [node, gpu]: the limit-based end of the tracked job holding that GPU
+        # (inf where none does), so a reservation can tell with array work
+        # how far down the end list it must go before trying a placement.
+        self._grid: np.ndarray | None = None
         self._pass: list[tuple[JobView, Placement]] = []  # started in the current pass
         self.last_shadow: float = math.nan  # the head job's reservation in the last pass (NaN: none)
         # Between two passes where nothing started or ended (under load, most
@@ -79,6 +85,7 @@ class EasyBackfill(OrderedScheduler):
         self._version = 0  # bumped whenever the set of running jobs changes
         self._reuse_key: tuple[object, ...] | None = None
         self._reserved: tuple[float, np.ndarray | None] = (math.inf, None)
+        self._reserved_key: tuple[object, ...] | None = None  # the pass key it was computed under
         self._refused: set[str] = set()
 
     # -- running-job bookkeeping -------------------------------------------------
@@ -87,13 +94,21 @@ class EasyBackfill(OrderedScheduler):
         self._running[job_id] = (end, placement)
         bisect.insort(self._ends, (end, job_id))
         self._version += 1
+        if self._grid is not None:
+            _paint(self._grid, placement, end)
 
     def _sync(self, view: ClusterView) -> None:
         if view.finished:
             self._version += 1
+        grid = self._grid
+        if grid is None or grid.shape != view.pool.free.shape:
+            grid = self._grid = np.full(view.pool.free.shape, math.inf)
+            for end, placement in self._running.values():
+                _paint(grid, placement, end)
         for done in view.finished:
             hit = self._running.pop(done.job.job_id, None)
             if hit is not None:
+                _paint(grid, hit[1], math.inf)
                 i = bisect.bisect_left(self._ends, (hit[0], done.job.job_id))
                 if i < len(self._ends) and self._ends[i][1] == done.job.job_id:
                     del self._ends[i]
@@ -107,6 +122,9 @@ class EasyBackfill(OrderedScheduler):
                 start = job.start_time if job.start_time is not None else view.now
                 self._running[job.job_id] = (start + limit_of(job), job.placement)
             self._ends = sorted((end, jid) for jid, (end, _) in self._running.items())
+            grid.fill(math.inf)
+            for end, placement in self._running.values():
+                _paint(grid, placement, end)
 
     # -- the pass ----------------------------------------------------------------
 
@@ -133,29 +151,53 @@ class EasyBackfill(OrderedScheduler):
         """
         if head.gpus > pool.cluster.total_gpus:
             return math.inf, None
-        scratch = pool.copy()
         now = view.now
         ends = self._ends
+        grid = self._grid if self._grid is not None else _grid_of(self._running, pool)
         placements: dict[str, Placement] = {}
         if self._pass:
             placements = {j.job_id: p for j, p in self._pass}
             ends = list(heapq.merge(ends, sorted((now + limit_of(j), j.job_id) for j, _ in self._pass)))
+            grid = grid.copy()
+            for job, placement in self._pass:
+                _paint(grid, placement, now + limit_of(job))
+        jump = first_group(head, pool, grid, now)
+        if jump is None:
+            return math.inf, None
+        first, tries = jump.first, jump.tries
+        scratch = pool.copy()
+        # Every group before the first one worth a try, released at once.
+        scratch.release_mask(grid < first)
+        return self._scan(view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements)
+
+    def _scan(
+        self,
+        view: ClusterView,
+        scratch: GpuPool,
+        pool: GpuPool,
+        head: JobView,
+        ends: list[tuple[float, str]],
+        start: int,
+        tries: int,
+        placements: dict[str, Placement],
+    ) -> tuple[float, np.ndarray | None]:
+        """The reservation scan from ``ends[start]`` on, ``scratch`` holding every earlier release."""
+        now = view.now
         running = self._running
         # Nothing can fit before enough GPUs are free in total, nor before the
         # nodes the head may span hold enough (``bound``): releases are kept
         # in a batch, counted on plain ints, and written to the scratch pool
         # only when a placement is worth trying. A try skipped that way is
         # one the placement would have refused, so it still counts. Jobs with
-        # equal ends are released together; this loop runs for about a
-        # hundred running jobs per reservation, hence the local names.
+        # equal ends are released together.
         make_bound = getattr(self.placement, "bound", None)
         bound = make_bound(head, scratch, now) if make_bound is not None else NodeBound(head, scratch, now)
         release, possible = bound.release, bound.possible
         batch: list[Placement] = []
         freed, need = scratch.total_free, head.gpus
-        tries = 0
         last = len(ends) - 1
-        for i, (end, job_id) in enumerate(ends):
+        for i in range(start, last + 1):
+            end, job_id = ends[i]
             placement = placements.get(job_id)
             if placement is None:
                 placement = running[job_id][1]
@@ -189,12 +231,18 @@ class EasyBackfill(OrderedScheduler):
         refused = self._refused if reuse else set()
         self._refused, self._reuse_key = refused, key
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
+        top: list[int] = []  # top[k]: free GPUs on the k nodes with most, while nothing started
         shadow = math.inf
         starts: list[Start] = []
         place = self.placement.place
         # Under load most of the up to max_job_test candidates are refused by
         # the first tests below, so this loop keeps to local names.
-        for job in islice(rest, self.max_job_test):
+        # A ranking's cursor drops jobs larger than the free GPUs in bulk: the
+        # loop would refuse them, and as free GPUs only shrink within a pass
+        # (and a reused pass starts from the same count), refuse them again.
+        take = getattr(rest, "take", None)
+        candidates = take(self.max_job_test, pool.total_free) if take is not None else islice(rest, self.max_job_test)
+        for job in candidates:
             free = pool.total_free
             if free == 0:
                 break
@@ -206,10 +254,19 @@ class EasyBackfill(OrderedScheduler):
                 refused.add(job_id)
                 continue
             if outside is None:
-                # The reservation is only worth computing once some job could use it.
-                if not reuse:
+                # The reservation is only worth computing once some job could
+                # use it: not while the nodes a job may span cannot hold it
+                # (NodeBound's condition, on the pool and so on any part of it).
+                if not top:
+                    top = _top_counts(pool)
+                if not job.gpu_type:
+                    k = job.max_nodes(now)
+                    if gpus > top[-1 if k is None or k >= len(top) else k]:
+                        refused.add(job_id)
+                        continue
+                if self._reserved_key != key:
                     self._reserved = self.reservation(view, pool, head)
-                    reuse = True
+                    self._reserved_key = key
                 shadow, reserved = self._reserved
                 outside = pool.copy()
                 if reserved is not None:
@@ -294,6 +351,99 @@ class NodeBound:
                 if left == 0:
                     break
         return False
+
+
+@dataclass(frozen=True)
+class Jump:
+    """Where a reservation scan may start, in the groups of equal release times."""
+
+    groups: np.ndarray  # distinct release times, ascending
+    lo: int  # first group after which enough GPUs are free in total: the first try
+    at: int  # first group the bound allows
+
+    @property
+    def first(self) -> float:
+        return float(self.groups[self.at])
+
+    @property
+    def tries(self) -> int:
+        return self.at - self.lo
+
+
+def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> Jump | None:
+    """Where a reservation scan may start: the first group the generic bound allows.
+
+    ``grid`` holds each busy GPU's release time. Releasing every job that
+    ends by ``t`` leaves node ``n`` with at least ``c`` free GPUs from the
+    ``c - free[n]``-th smallest release time on it, ``T[n, c]``, on. The
+    :class:`NodeBound` condition (the ``k`` eligible nodes with most free
+    GPUs hold ``need``) reads, summed per level ``c``, as: at least ``need``
+    of the ``k`` smallest ``T[., c]`` of every column are ``<= t``. So the
+    earliest ``t`` it allows is the ``need``-th smallest of those, found
+    with a few array operations where the scan would release job after job.
+    Every group before it fails the bound, so the scan would refuse it
+    without a placement; those with enough GPUs in total still count as
+    tries. None: no placement is possible within the scan's tries.
+    """
+    need = head.gpus
+    nodes, width = grid.shape
+    k = head.max_nodes(now)
+    k = nodes if k is None else min(k, nodes)
+    if k <= 0 or need > k * width:
+        return None
+    per_node = np.sort(grid, axis=1)
+    free = pool.free_count
+    releases = np.sort(grid, axis=None)
+    releases = releases[: np.searchsorted(releases, math.inf)]
+    groups = releases[np.r_[True, releases[1:] != releases[:-1]]] if releases.size else releases
+    if need <= 0:
+        return Jump(groups, 0, 0) if groups.size else None
+    level = np.arange(width) - free[:, None]  # index of the release giving c = level + 1 free GPUs
+    reach = np.take_along_axis(per_node, np.maximum(level, 0), axis=1)
+    reach[level < 0] = -math.inf
+    if head.gpu_type:
+        allowed = tables(pool.cluster).type_masks.get(head.gpu_type)
+        if allowed is None:
+            return None
+        reach[~allowed] = math.inf
+    allowed_nodes = head.allowed_nodes
+    if allowed_nodes is not None:
+        barred = np.ones(nodes, dtype=bool)
+        barred[[n for n in allowed_nodes if 0 <= n < nodes]] = False
+        reach[barred] = math.inf
+    best = np.sort(reach, axis=0)[:k].ravel()
+    at = float(np.partition(best, need - 1)[need - 1])
+    if at == math.inf:
+        return None
+    short = need - pool.total_free  # GPUs still to be released before any try
+    if short > releases.size:
+        return None
+    enough = releases[short - 1] if short > 0 else -math.inf
+    lo = int(np.searchsorted(groups, enough, side="left"))
+    hi = max(lo, int(np.searchsorted(groups, at, side="left")))
+    if hi - lo >= MAX_RESERVATION_TRIES or hi >= groups.size:
+        return None
+    return Jump(groups, lo, hi)
+
+
+def _top_counts(pool: GpuPool) -> list[int]:
+    """``[k]``: the free GPUs on the ``k`` nodes with most of them, for every ``k``."""
+    counts = np.sort(pool.free_count)[::-1]
+    return [0, *np.cumsum(counts).tolist()]
+
+
+def _paint(grid: np.ndarray, placement: Placement, end: float) -> None:
+    for a in placement.allocs:
+        row = grid[a.node]
+        for g in a.gpus:
+            row[g] = end
+
+
+def _grid_of(running: dict[str, tuple[float, Placement]], pool: GpuPool) -> np.ndarray:
+    grid = np.full(pool.free.shape, math.inf)
+    for end, placement in running.values():
+        _paint(grid, placement, end)
+    return grid
 
 
 def _mask(placement: Placement, like: np.ndarray) -> np.ndarray:

@@ -38,6 +38,14 @@ class JobView:
     # job packed by default may spread once it has waited long enough (the
     # simulator's ``--locality relax:S``). Never set for a user's own request.
     spread_at: float = math.inf
+    # Where the job may run (daemon; the simulator leaves these as they are):
+    # node indices its partitions, --exclude, --constraint, CPUs, memory and
+    # --exclusive allow now (None = any node), the user's own node list, and
+    # the --nodes maximum (``num_nodes`` is the minimum).
+    allowed_nodes: frozenset[int] | None = None
+    required_nodes: tuple[str, ...] = ()
+    exclusive: bool = False
+    max_node_count: int | None = None
 
     def running(self, start_time: float, placement: Placement) -> JobView:
         """This job as it runs from ``start_time`` on ``placement``.

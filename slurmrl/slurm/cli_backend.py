@@ -37,8 +37,12 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
 
 def json_flag(version: tuple[int, int, int]) -> str:
-    """Pin the v0.0.42 shape where the release offers it (24.11 to 25.11); else its default."""
-    if (24, 11) <= version[:2] < (26, 5):
+    """Pin the v0.0.42 shape where the release offers it (24.11 to 26.05); else its default.
+
+    26.05's default (v0.0.45) no longer prints a pending job's ``shared`` (its
+    ``--exclusive``); its v0.0.42 plugin still does.
+    """
+    if (24, 11) <= version[:2] <= (26, 5):
         return "--json=v0.0.42"
     return "--json"
 
@@ -58,7 +62,10 @@ class CliBackend:
         self.conf = conf
         self.mode = mode
         self.timeout = timeout
-        self.env = dict(env) if env else None
+        # The configured slurm.conf is the one every command reads, reads and writes alike.
+        merged = {"SLURM_CONF": str(conf)} if conf else {}
+        merged.update(env or {})
+        self.env = merged or None
         self._run = runner
         self._version: str | None = None
 

@@ -235,7 +235,59 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
         held=held,
         array_job_id=array,
         array_task=task,
+        **_limits(ctx, rec, where, num_nodes),
     )
+
+
+def _limits(ctx: _Ctx, rec: dict[str, Any], where: str, num_nodes: int | None) -> dict[str, Any]:
+    """Where the job may run: the same field names from openapi v0.0.38 (22.05) to v0.0.45
+    (26.05); only the spelling of numbers and of ``shared`` changes (parsers.c, JOB_INFO)."""
+    cpus = per_node_cpus(
+        _int(ctx, rec, "minimum_cpus_per_node", where), _int(ctx, rec, "cpus", where), num_nodes
+    )
+    return {
+        "excluded_nodes": _hosts(ctx, _str(ctx, rec, "excluded_nodes", where), "excluded_nodes", where),
+        "constraint": _str(ctx, rec, "features", where),
+        "prefer": _str(ctx, rec, "prefer", where),
+        "cpus_per_node": cpus,
+        "memory_per_node_mb": per_node_memory(
+            _int(ctx, rec, "memory_per_node", where), _int(ctx, rec, "memory_per_cpu", where), cpus
+        ),
+        "exclusive": _exclusive(ctx, rec, where),
+        "max_nodes": _int(ctx, rec, "max_nodes", where) or None,
+    }
+
+
+def per_node_cpus(minimum: int | None, total: int | None, num_nodes: int | None) -> int | None:
+    """CPUs the job needs on each node: its per-node minimum, or all its CPUs on one node."""
+    need = minimum or 0
+    if total and (num_nodes or 1) == 1:
+        need = max(need, total)
+    return need or None
+
+
+def per_node_memory(per_node: int | None, per_cpu: int | None, cpus: int | None) -> int | None:
+    """MB the job needs on each node (``--mem``, or ``--mem-per-cpu`` times its CPUs there)."""
+    if per_node:
+        return per_node
+    if per_cpu:
+        return per_cpu * (cpus or 1)
+    return None
+
+
+def _exclusive(ctx: _Ctx, rec: dict[str, Any], where: str) -> bool:
+    """``--exclusive``: ``shared`` is ``"none"`` (v0.0.38 string, later a flag list);
+    v0.0.39-v0.0.41 also print ``exclusive`` (``["true"]``), v0.0.45 a plain string."""
+    for key, marks in (("shared", {"none"}), ("exclusive", {"true", "node"})):
+        value = rec.get(key)
+        if value is None:
+            continue
+        words = value if isinstance(value, list) else [value]
+        if not all(isinstance(w, (str, bool)) for w in words):
+            raise ctx.error(key, value, "a string or a list of flags", where)
+        if any(w is True or str(w).lower() in marks for w in words):
+            return True
+    return False
 
 
 def allocation(
@@ -294,7 +346,18 @@ def _node(ctx: _Ctx, rec: dict[str, Any]) -> SlurmNode:
         cpus=_int(ctx, rec, "cpus", where) or 0,
         memory_mb=_int(ctx, rec, "real_memory", where) or 0,
         reason=_str(ctx, rec, "reason", where) if isinstance(rec.get("reason"), (str, type(None))) else "",
+        features=node_features(_str(ctx, rec, "active_features", where), _str(ctx, rec, "features", where)),
+        cpus_alloc=_int(ctx, rec, "alloc_cpus", where) or 0,
+        memory_alloc_mb=_int(ctx, rec, "alloc_memory", where) or 0,
     )
+
+
+def node_features(active: str, available: str) -> frozenset[str]:
+    """The node's active features; its available ones where none are active (most sites)."""
+    text = active if active and active != "(null)" else available
+    if not text or text == "(null)":
+        return frozenset()
+    return frozenset(f.strip() for f in text.split(",") if f.strip())
 
 
 def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
@@ -315,6 +378,11 @@ def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
         cpus = _int(ctx, g.get("cpus") or {}, "maximum", where) or 0
         mem = _int(ctx, g.get("memory") or {}, "maximum", where) or 0
         reason = (g.get("reason") or {}).get("description") or ""
+        feats = g.get("features") or {}
+        features = node_features(_str(ctx, feats, "active", where), _str(ctx, feats, "total", where))
+        one = len(names) == 1  # group-wide allocation figures say nothing of one node of several
+        cpus_alloc = (_int(ctx, g.get("cpus") or {}, "allocated", where) or 0) if one else 0
+        mem_alloc = (_int(ctx, g.get("memory") or {}, "allocated", where) or 0) if one else 0
         for name in names:
             prev = merged.get(name)
             parts = prev.partitions if prev else ()
@@ -323,6 +391,6 @@ def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
             merged[name] = SlurmNode(
                 name=name, states=states | (prev.states if prev else frozenset()), partitions=parts,
                 gpus=total, gpus_used=used or (prev.gpus_used if prev else ()), cpus=cpus, memory_mb=mem,
-                reason=str(reason),
+                reason=str(reason), features=features, cpus_alloc=cpus_alloc, memory_alloc_mb=mem_alloc,
             )
     return tuple(merged.values())

@@ -17,7 +17,13 @@ from datetime import datetime
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.conf import expand_hostlist
 from slurmrl.slurm.parse_gres import GresItem, gpu_items, gpu_request, job_gpu_detail
-from slurmrl.slurm.parse_json import JOB_BASE_STATES, allocation
+from slurmrl.slurm.parse_json import (
+    JOB_BASE_STATES,
+    allocation,
+    node_features,
+    per_node_cpus,
+    per_node_memory,
+)
 from slurmrl.slurm.snapshot import SlurmJob, SlurmNode
 
 SEP = "\x1f"  # ASCII unit separator: cannot be typed into a job name by accident
@@ -230,7 +236,40 @@ def _job(pairs: list[tuple[str, str]]) -> SlurmJob:
         held=reason in ("JobHeldUser", "JobHeldAdmin") or (state == "PENDING" and priority == 0),
         array_job_id=array if array and task else None, array_task=task if array and task else None,
         site_factor=_int(f["SiteFactor"]) if "SiteFactor" in f else None,
+        **_limits(f, num_nodes),
     )
+
+
+def _limits(f: dict[str, str], num_nodes: int | None) -> dict[str, object]:
+    """Where the job may run, from ``ExcNodeList``, ``Features``, ``Prefer``, ``MinCPUsNode``,
+    ``MinMemoryNode``/``MinMemoryCPU``, ``OverSubscribe=NO`` (``--exclusive``) and
+    ``NumNodes=MIN-MAX`` (src/api/job_info.c)."""
+    cpus = per_node_cpus(_int(f.get("MinCPUsNode", "")), _int(f.get("NumCPUs", "")), num_nodes)
+    _, sep, most = f.get("NumNodes", "").partition("-")
+    exclusive = f.get("OverSubscribe", "").upper() == "NO" or f.get("Exclusive", "").upper() in ("YES", "NODE")
+    return {
+        "excluded_nodes": parse_hosts(f.get("ExcNodeList", "")),
+        "constraint": _null(f.get("Features", "")),
+        "prefer": _null(f.get("Prefer", "")),
+        "cpus_per_node": cpus,
+        "memory_per_node_mb": per_node_memory(
+            parse_megabytes(f.get("MinMemoryNode", "")), parse_megabytes(f.get("MinMemoryCPU", "")), cpus
+        ),
+        "exclusive": exclusive,
+        "max_nodes": _int(most) if sep else None,
+    }
+
+
+_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024, "P": 1024**3}
+
+
+def parse_megabytes(text: str) -> int | None:
+    """``8G``, ``1024M``, ``512`` (MB) -> MB; None for none or 0."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)([KMGTP]?)B?\s*", (text or "").upper())
+    if m is None:
+        return None
+    value = int(float(m.group(1)) * _UNITS[m.group(2) or "M"])
+    return value or None
 
 
 def parse_scontrol_nodes(text: str) -> tuple[SlurmNode, ...]:
@@ -252,6 +291,9 @@ def parse_scontrol_nodes(text: str) -> tuple[SlurmNode, ...]:
                 cpus=_int(f.get("CPUTot", "")) or 0,
                 memory_mb=_int(f.get("RealMemory", "")) or 0,
                 reason=_null(f.get("Reason", "")),
+                features=node_features(_null(f.get("ActiveFeatures", "")), _null(f.get("AvailableFeatures", ""))),
+                cpus_alloc=_int(f.get("CPUAlloc", "")) or 0,
+                memory_alloc_mb=_int(f.get("AllocMem", "")) or 0,
             )
         )
     return tuple(out)

@@ -4,10 +4,12 @@ pyslurm talks to slurmctld directly, so a snapshot costs two RPCs and no
 process start-up. It is an optional extra and must match the installed
 Slurm exactly (pyslurm 25.11 for Slurm 25.11); both problems are reported as
 a :class:`SlurmError` with the fix. Only pyslurm's documented API is used:
-``Jobs.load()``, ``Nodes.load()``, ``Job`` attributes including
-``gres_per_node`` and ``get_resource_layout_per_node()``, ``Node.configured_gres``
-and ``Node.allocated_gres``. Writes go through ``scontrol update`` (the CLI
-backend), which accepts every setting the daemon needs on every version.
+``Jobs.load()``, ``Nodes.load()``, ``Job`` attributes and
+``get_resource_layout_per_node()``, ``Node.configured_gres``. GPUs in use on
+a node are summed from the running jobs' layouts (see :meth:`PyslurmBackend._node`).
+Writes go through ``scontrol update`` (the CLI backend, with ``SLURM_CONF``
+set to the configured slurm.conf), which accepts every setting the daemon
+needs on every version.
 """
 
 from __future__ import annotations
@@ -23,12 +25,16 @@ from typing import Any
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import live_cluster
 from slurmrl.slurm.cli_backend import CliBackend
-from slurmrl.slurm.parse_gres import GpuRequest, GresItem, gpu_request, parse_index_list
-from slurmrl.slurm.parse_json import JOB_BASE_STATES, allocation
+from slurmrl.slurm.parse_gres import GpuRequest, GresItem, gpu_items, gpu_request, parse_index_list
+from slurmrl.slurm.parse_json import JOB_BASE_STATES, allocation, per_node_cpus, per_node_memory
 from slurmrl.slurm.parse_text import parse_hosts
 from slurmrl.slurm.snapshot import SlurmJob, SlurmNode, Snapshot
 
 SUPPORTED = "25.11"
+UNTRACKED_GPUS = (
+    "GPUs are in use but AccountingStorageTRES does not track gres/gpu: through pyslurm, "
+    "jobs that ask with --gpus=N look like CPU-only jobs; track gres/gpu or use the cli backend"
+)
 INSTALL_HINT = "pip install 'slurmrl[pyslurm]' on a Slurm 25.11 host, or use --backend cli"
 
 
@@ -53,7 +59,9 @@ def import_pyslurm() -> ModuleType:
 
 
 def _gres_items(value: Any) -> tuple[GresItem, ...]:
-    """pyslurm GRES dicts: ``{"gpu:v100": 8}`` or ``{"gpu:v100": {"count": "2", "indexes": "0-1"}}``."""
+    """pyslurm GRES dicts, from ``cstr.to_gres_dict``: ``{"gpu:v100": 8}``, ``{"gres/gpu:v100": 2}``
+    (``gres_per_node``, which keeps Slurm's ``gres/`` prefix), or
+    ``{"gpu:v100": {"count": 2, "indexes": "0-1"}}`` where Slurm gave indices."""
     out: list[GresItem] = []
     for key, val in (value or {}).items():
         name = str(key)
@@ -72,16 +80,90 @@ def _gres_items(value: Any) -> tuple[GresItem, ...]:
     return tuple(out)
 
 
-def _per_node_text(gres: Any) -> str:
-    items = _gres_items(gres)
-    return ",".join(f"gpu:{i.type + ':' if i.type else ''}{i.count}" for i in items)
+def _gres_text(items: tuple[GresItem, ...]) -> str:
+    """GRES items back in Slurm's ``tres_per_*`` spelling (``gres/gpu:v100:2``)."""
+    return ",".join(f"gres/gpu:{i.type + ':' if i.type else ''}{i.count}" for i in items)
+
+
+def _tres_gpus(value: Any) -> tuple[GresItem, ...]:
+    """GPUs of a pyslurm ``TrackableResources`` (``.gres`` maps ``gpu[:type]`` to objects with
+    ``count``/``type``), of a raw TRES string, or of a GRES dict; None/empty -> ()."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return gpu_items(value)
+    if isinstance(value, dict):
+        return _gres_items(value)
+    gres = getattr(value, "gres", None) or {}
+    out = []
+    for key, item in gres.items():
+        base, _, typ = str(key).partition(":")
+        if base == "gpu":
+            out.append(GresItem(str(getattr(item, "type", None) or typ or ""), int(getattr(item, "count", 0)), None))
+    return tuple(out)
+
+
+def gpu_total(items: tuple[GresItem, ...]) -> int:
+    """GPUs counted once where Slurm tracks both ``gres/gpu`` and ``gres/gpu:<type>``
+    (AccountingStorageTRES with typed GPUs lists each allocation under both)."""
+    untyped = [i.count for i in items if not i.type]
+    return sum(untyped) if untyped else sum(i.count for i in items)
+
+
+def _job_request(j: Any) -> GpuRequest:
+    """The GPU ask from every place pyslurm 25.11 exposes one.
+
+    ``tres_per_job`` (``--gpus=N``) and the other ``tres_per_*`` are
+    ``TrackableResources`` parsed with ``key=value`` rules, which drop Slurm's
+    ``gres/gpu:N`` spelling (None comes back); they are read in case a
+    release fixes that. ``gres_per_node`` (deprecated, ``--gres``/
+    ``--gpus-per-node``) parses that spelling; ``requested_tres``
+    (``tres_req_str``) holds the total wherever AccountingStorageTRES
+    tracks ``gres/gpu``.
+    """
+    per_node = _gres_text(_gres_items(getattr(j, "gres_per_node", None))) or _gres_text(
+        _tres_gpus(getattr(j, "tres_per_node", None))
+    )
+    requested = gpu_total(_tres_gpus(getattr(j, "requested_tres", None)))
+    return gpu_request(
+        per_node=per_node,
+        per_job=_gres_text(_tres_gpus(getattr(j, "tres_per_job", None))),
+        per_task=_gres_text(_tres_gpus(getattr(j, "tres_per_task", None))),
+        per_socket=_gres_text(_tres_gpus(getattr(j, "tres_per_socket", None))),
+        tres_req=f"gres/gpu={requested}" if requested else "",
+        num_nodes=j.num_nodes,
+        num_tasks=getattr(j, "ntasks", None),
+        tasks_per_node=getattr(j, "ntasks_per_node", None) or None,
+    )
+
+
+def _job_id(j: Any) -> tuple[str, int | None, str | None]:
+    """``(job id, array job id, task)``. pyslurm reads ``array_task_id`` 0 as unset (None),
+    so a task record of an array with neither id nor pending range is task 0."""
+    array = j.array_id or None
+    task = j.array_task_id
+    waiting = j.array_tasks_waiting
+    if array and task is None and not waiting:
+        task = 0
+    if array and task is not None:
+        return f"{array}_{task}", array, str(task)
+    if array and waiting:
+        return f"{array}_[{waiting}]", array, str(waiting)
+    return str(j.id), None, None
+
+
+def _csv(value: Any) -> str:
+    """pyslurm lists (``constraints``, ``preferred_features``: Slurm's text split at commas) -> text."""
+    if not value:
+        return ""
+    return value if isinstance(value, str) else ",".join(str(v) for v in value)
 
 
 class PyslurmBackend:
     def __init__(self, *, conf: str | Path | None = None, module: ModuleType | None = None) -> None:
         self.pyslurm = module or import_pyslurm()
         self.conf = conf
-        self._writer = CliBackend(conf=conf)
+        self._writer = CliBackend(conf=conf)  # sets SLURM_CONF=conf for scontrol
 
     def version(self) -> str:
         return str(getattr(self.pyslurm, "__version__", SUPPORTED))
@@ -93,38 +175,39 @@ class PyslurmBackend:
         except Exception as exc:  # pyslurm.RPCError and friends: report, never a traceback
             raise SlurmError(f"pyslurm could not load jobs/nodes: {exc}", hint="is slurmctld up?") from None
         now = time.time()
-        node_recs = tuple(self._node(n) for n in nodes.values())
         job_recs = tuple(self._job(j) for j in jobs.values())
+        used = gpus_in_use(job_recs)
+        node_recs = tuple(self._node(n, used.get(n.name, ())) for n in nodes.values())
         cluster, warnings = live_cluster(node_recs, self.conf)
+        tracked = any(str(k).startswith("gres/gpu") for n in nodes.values() for k in (n.allocated_tres or {}))
+        if used and not tracked:
+            warnings = (*warnings, UNTRACKED_GPUS)
         return Snapshot(now, self.version(), node_recs, job_recs, cluster, "pyslurm", warnings)
 
     @staticmethod
-    def _node(n: Any) -> SlurmNode:
+    def _node(n: Any, used: tuple[GresItem, ...]) -> SlurmNode:
+        """``used``: GPUs the running jobs hold there. ``Node.allocated_gres`` is not read: it
+        comes from the node's allocated TRES, empty unless AccountingStorageTRES tracks
+        ``gres/gpu`` and listing typed GPUs twice where it tracks ``gres/gpu:<type>`` too."""
         state = str(n.state or "").upper()
         states = {s for s in state.replace("*", "").split("+") if s}
         if "*" in state:
             states.add("NOT_RESPONDING")
         return SlurmNode(
             name=n.name, states=frozenset(states), partitions=tuple(n.partitions or ()),
-            gpus=_gres_items(n.configured_gres), gpus_used=_gres_items(n.allocated_gres),
+            gpus=_gres_items(n.configured_gres), gpus_used=used,
             cpus=int(n.total_cpus or 0), memory_mb=int(n.real_memory or 0), reason=n.reason or "",
+            features=frozenset(n.active_features or ()) or frozenset(n.available_features or ()),
+            cpus_alloc=int(n.allocated_cpus or 0), memory_alloc_mb=int(n.allocated_memory or 0),
         )
 
     @staticmethod
     def _job(j: Any) -> SlurmJob:
         words = str(j.state or "").upper().split("+")
         state = next((w for w in words if w in JOB_BASE_STATES), words[0])
-        array = j.array_id or None
-        task = j.array_task_id
-        waiting = j.array_tasks_waiting
-        if array and task is not None:
-            job_id, array_task = f"{array}_{task}", str(task)
-        elif array and waiting:
-            job_id, array_task = f"{array}_[{waiting}]", str(waiting)
-        else:
-            job_id, array_task = str(j.id), None
+        job_id, array, array_task = _job_id(j)
         nodes = parse_hosts(j.allocated_nodes or "") if state != "PENDING" else ()
-        request: GpuRequest = gpu_request(per_node=_per_node_text(j.gres_per_node), num_nodes=j.num_nodes)
+        request = _job_request(j)
         detail: list[GresItem | None] = []
         if nodes:
             layout = j.get_resource_layout_per_node() or {}
@@ -135,6 +218,8 @@ class PyslurmBackend:
                 )
         limit = j.time_limit
         reason = j.state_reason or ""
+        num_nodes = j.num_nodes
+        cpus = per_node_cpus(j.min_cpus_per_node, j.cpus, num_nodes)
         return SlurmJob(
             job_id=job_id, name=j.name or "", user=j.user_name or "", account=j.account or "",
             partition=j.partition or "", qos=j.qos or "", state=state,
@@ -142,12 +227,16 @@ class PyslurmBackend:
             submit_time=float(j.submit_time or 0),
             start_time=float(j.start_time) if j.start_time and nodes else None,
             time_limit=None if limit is None or limit == math.inf else float(limit) * 60.0,
-            priority=j.priority, num_nodes=j.num_nodes, required_nodes=parse_hosts(j.required_nodes or ""),
+            priority=j.priority, num_nodes=num_nodes, required_nodes=parse_hosts(j.required_nodes or ""),
             nodes=nodes, gpus=request, gpu_alloc=allocation(nodes, detail if any(detail) else [], request),
             comment=j.comment or "", admin_comment=j.admin_comment or "",
-            dependency=_dependency_text(j.dependencies),
+            dependency=dependency_text(j.dependencies),
             held=reason in ("JobHeldUser", "JobHeldAdmin") or (state == "PENDING" and j.priority == 0),
-            array_job_id=array if array_task else None, array_task=array_task,
+            array_job_id=array, array_task=array_task,
+            excluded_nodes=parse_hosts(j.excluded_nodes or ""), constraint=_csv(j.constraints),
+            prefer=_csv(j.preferred_features), cpus_per_node=cpus,
+            memory_per_node_mb=per_node_memory(j.memory_per_node, j.memory_per_cpu, cpus),
+            exclusive=str(j.resource_sharing or "").upper() == "NO", max_nodes=j.max_nodes or None,
         )
 
     def set_site_factor(self, job_id: str, value: int) -> None:
@@ -166,17 +255,29 @@ class PyslurmBackend:
         self._writer.set_admin_comment(job_id, text)
 
 
-def _dependency_text(deps: Any) -> str:
-    """pyslurm gives ``{"afterok": [4], ...}``; Slurm's own spelling is ``afterok:4``."""
+def gpus_in_use(jobs: tuple[SlurmJob, ...]) -> dict[str, tuple[GresItem, ...]]:
+    """GPUs held per node, summed over the running jobs' per-node allocations."""
+    used: dict[str, list[GresItem]] = {}
+    for job in jobs:
+        if job.is_running:
+            for node, item in job.gpu_alloc:
+                used.setdefault(node, []).append(item)
+    return {node: tuple(items) for node, items in used.items()}
+
+
+def dependency_text(deps: Any) -> str:
+    """pyslurm's ``{"afterok": [4], ..., "singleton": bool, "satisfy": "all"|"any"}`` in Slurm's
+    own spelling (``afterok:4,singleton``; ``?`` between items when any one satisfies)."""
     if not deps:
         return ""
     if isinstance(deps, str):
         return deps
     parts = []
     for kind, ids in deps.items():
-        if isinstance(ids, (list, tuple)):
-            if ids:
-                parts.append(f"{kind}:" + ":".join(str(i) for i in ids))
-        elif ids:
-            parts.append(str(kind))
-    return ",".join(parts)
+        if kind in ("satisfy", "singleton"):
+            continue
+        if isinstance(ids, (list, tuple)) and ids:
+            parts.append(f"{kind}:" + ":".join(str(i) for i in ids))
+    if deps.get("singleton"):
+        parts.append("singleton")
+    return ("?" if deps.get("satisfy") == "any" else ",").join(parts)

@@ -17,6 +17,7 @@ from typing import Any
 from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.constraints import AllowedNodes, allowed_nodes_for
 from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest, GresItem
 
 # Node states in which no new job may start: their GPUs are never offered to
@@ -51,6 +52,9 @@ class SlurmNode:
     cpus: int = 0
     memory_mb: int = 0
     reason: str = ""
+    features: frozenset[str] = frozenset()  # active features (available ones where none are active)
+    cpus_alloc: int = 0
+    memory_alloc_mb: int = 0
 
     @property
     def gpu_count(self) -> int:
@@ -105,6 +109,21 @@ class SlurmJob:
     array_job_id: int | None = None
     array_task: str | None = None  # task id ("3"), or pending task range ("3-5%2")
     state_flags: frozenset[str] = frozenset()
+    # What limits where the job may run (pending jobs): --exclude, --constraint,
+    # --prefer, per-node CPUs and memory (MB), --exclusive, the --nodes maximum
+    # (``num_nodes`` is the minimum; None = no maximum given).
+    excluded_nodes: tuple[str, ...] = ()
+    constraint: str = ""
+    prefer: str = ""
+    cpus_per_node: int | None = None
+    memory_per_node_mb: int | None = None
+    exclusive: bool = False
+    max_nodes: int | None = None
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        """Partitions the job may run in (a pending job may list several)."""
+        return tuple(p for p in self.partition.split(",") if p)
 
     @property
     def is_pending(self) -> bool:
@@ -152,6 +171,47 @@ class SlurmJob:
         return ids or [self.job_id]
 
 
+@dataclass(frozen=True, slots=True)
+class PinSupport:
+    """How this controller can be told where a job should start (for the daemon's plan).
+
+    * ``prefer``: ``scontrol update JobId=.. Prefer=<features>`` works (a soft
+      constraint, 22.05 and later: src/scontrol/update_job.c). It names node
+      *features*, so it can steer to given nodes only where every node carries
+      a feature equal to its own name (``node_name_features``).
+    * ``exact_count``: from 23.02 a ``ReqNodeList`` with more nodes than the
+      job's minimum acts as an exclusion list of every other node; a pin must
+      then name exactly the job's node count (it always should).
+    """
+
+    prefer: bool
+    node_name_features: bool
+    exact_count: bool
+
+    @property
+    def soft(self) -> bool:
+        """Whether ``Prefer=`` can express "start on these nodes"."""
+        return self.prefer and self.node_name_features
+
+    def prefer_value(self, job: SlurmJob, nodes: Iterable[str]) -> str | None:
+        """The ``Prefer=`` text that steers ``job`` to ``nodes``; None where only a hard pin can.
+
+        None also when the user gave a ``--prefer`` of their own: it is theirs
+        to keep. The nodes were chosen within the job's ``--constraint``, so
+        Prefer (which Slurm tries before the constraint) cannot lead outside it.
+        """
+        names = sorted(set(nodes))
+        if not self.soft or not names or job.prefer:
+            return None
+        return "|".join(names)
+
+
+def version_tuple(text: str) -> tuple[int, int]:
+    """``"23.02.7"`` -> (23, 2); (0, 0) when unreadable."""
+    m = re.match(r"\s*(\d+)\.(\d+)", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     time: float
@@ -161,6 +221,16 @@ class Snapshot:
     cluster: Cluster
     source: str = ""  # "cli-json", "cli-text", "pyslurm"
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def pin_support(self) -> PinSupport:
+        version = version_tuple(self.version)
+        named = bool(self.nodes) and all(n.name in n.features for n in self.nodes)
+        return PinSupport(prefer=version >= (22, 5), node_name_features=named, exact_count=version >= (23, 2))
+
+    def allowed_nodes(self, cluster: Cluster | None = None) -> AllowedNodes:
+        """Usable nodes per pending job (partition, --exclude, features, CPUs, memory, --exclusive)."""
+        return allowed_nodes_for(self.nodes, self.running, cluster or self.cluster)
 
     @property
     def unavailable_nodes(self) -> tuple[SlurmNode, ...]:
@@ -249,15 +319,19 @@ class Snapshot:
                 if extra > 0:
                     _take(pool, n, tuple(pool.free_gpus(n)[:extra]))
         pending: list[JobView] = []
+        usable = self.allowed_nodes(cluster)
         for job in self.pending:
             if not include_ineligible and not job.eligible:
                 continue
+            allowed = usable.of(job)
             for task_id in job.task_ids():
                 pending.append(
                     JobView(
                         job_id=task_id, gpus=job.gpus.total, submit_time=job.submit_time,
                         user=job.user, group=job.account or job.partition, time_limit=job.time_limit,
                         name=job.name, model=job.model, num_nodes=job.num_nodes, gpu_type=job.gpus.gpu_type,
+                        allowed_nodes=allowed, required_nodes=job.required_nodes, exclusive=job.exclusive,
+                        max_node_count=job.max_nodes,
                     )
                 )
         return ClusterView(
@@ -266,6 +340,7 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``slurmrl slurm snapshot --json``)."""
+        pins = self.pin_support
         return {
             "time": self.time,
             "version": self.version,
@@ -283,6 +358,8 @@ class Snapshot:
                     for n in self.cluster.nodes
                 ],
             },
+            "pin_support": {"prefer": pins.prefer, "node_name_features": pins.node_name_features,
+                            "exact_count": pins.exact_count, "soft": pins.soft},
             "nodes": [_node_dict(n) for n in self.nodes],
             "jobs": [_job_dict(j) for j in self.jobs],
         }
@@ -314,6 +391,7 @@ def _node_dict(n: SlurmNode) -> dict[str, Any]:
         "used_count": n.used_count,
         "used_indices": list(n.used_indices) if n.used_indices is not None else None,
         "cpus": n.cpus, "memory_mb": n.memory_mb, "reason": n.reason,
+        "features": sorted(n.features), "cpus_alloc": n.cpus_alloc, "memory_alloc_mb": n.memory_alloc_mb,
     }
 
 
@@ -330,4 +408,7 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "gpu_alloc": {node: _gres_dict(item) for node, item in j.gpu_alloc},
         "comment": j.comment, "admin_comment": j.admin_comment, "dependency": j.dependency,
         "held": j.held, "eligible": j.eligible, "model": j.model,
+        "partitions": list(j.partitions), "excluded_nodes": list(j.excluded_nodes),
+        "constraint": j.constraint, "prefer": j.prefer, "cpus_per_node": j.cpus_per_node,
+        "memory_per_node_mb": j.memory_per_node_mb, "exclusive": j.exclusive, "max_nodes": j.max_nodes,
     }

@@ -179,3 +179,34 @@ def test_withheld_gpus_are_busy_and_counted() -> None:
     assert pool.free_count.tolist() == [5, 8, 8, 0]
     assert pool.rack_free.tolist() == [13, 8]
     assert pool.partial_free == 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["consolidate", "first-fit", "interference-aware", "topology"]),
+    st.integers(1, 20),
+    st.sets(st.integers(0, 7), max_size=8),
+    st.lists(st.integers(0, 8), min_size=8, max_size=8),
+    st.sampled_from([None, 1, 2]),
+)
+def test_placements_stay_on_allowed_nodes(
+    name: str, gpus: int, allowed: set[int], busy_counts: list[int], num_nodes: int | None
+) -> None:
+    """A job's usable nodes (partition, --exclude, features, CPUs, memory) bound every placement."""
+    cluster = make_cluster(2, 4)
+    pool = GpuPool(cluster)
+    busy(pool, {n: list(range(c)) for n, c in enumerate(busy_counts) if c})
+    job = JobView("j", gpus, 0.0, num_nodes=num_nodes, allowed_nodes=frozenset(allowed))
+    view = ClusterView(now=0.0, cluster=cluster, pool=pool.readonly(), pending=[job], running=[])
+    got = make_placement(name).place(job, pool, view)
+    free_allowed = sum(int(pool.free_count[n]) for n in allowed)
+    if got is not None:
+        check_valid(got, pool, gpus)
+        assert set(got.nodes) <= allowed
+    if gpus > free_allowed:
+        assert got is None
+    unrestricted = make_placement(name).place(JobView("j", gpus, 0.0, num_nodes=num_nodes), pool, view)
+    if allowed == set(range(8)):
+        assert (got is None) == (unrestricted is None)
+    if name == "first-fit":  # backfill's reservation bound agrees with the placement
+        assert make_placement(name).bound(job, pool, 0.0).possible() == (got is not None)

@@ -100,90 +100,24 @@ def test_writes_are_validated_argv() -> None:
     assert len(runner.calls) == 5
 
 
+def test_configured_conf_reaches_every_command(tmp_path: Path) -> None:
+    seen: list[dict | None] = []
+
+    def runner(cmd, *, timeout=30, env=None):
+        seen.append(env)
+        return CommandResult(tuple(cmd), 0, "", "", 0.0)
+
+    CliBackend(conf=tmp_path / "slurm.conf", runner=runner).set_priority("5", 10)
+    CliBackend(runner=runner).set_priority("5", 10)
+    assert seen == [{"SLURM_CONF": str(tmp_path / "slurm.conf")}, None]
+
+
 def test_version_helpers() -> None:
     assert parse_version("slurm-wlm 22.05.8") == (22, 5, 8)
-    assert json_flag((24, 11, 1)) == "--json=v0.0.42" and json_flag((26, 5, 0)) == "--json"
+    assert json_flag((24, 11, 1)) == "--json=v0.0.42" and json_flag((26, 5, 0)) == "--json=v0.0.42"
+    assert json_flag((24, 5, 8)) == "--json" and json_flag((26, 11, 0)) == "--json"
     with pytest.raises(SlurmError):
         parse_version("nothing")
-
-
-def test_pyslurm_backend_on_fake(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _load_fake()
-    fake.Nodes.items = [
-        fake.Node(
-            name="node01",
-            state="MIXED",
-            partitions=["gpu"],
-            configured_gres={"gpu:v100": 8},
-            allocated_gres={"gpu:v100": {"count": "3", "indexes": "0-2"}},
-            total_cpus=64,
-            real_memory=1000,
-        ),
-        fake.Node(
-            name="node02",
-            state="IDLE+DRAIN",
-            partitions=["gpu"],
-            configured_gres={"gpu:v100": 8},
-            allocated_gres={"gpu:v100": 0},
-            total_cpus=64,
-            real_memory=1000,
-            reason="maint",
-        ),
-    ]
-    fake.Jobs.items = [
-        fake.Job(
-            id=4,
-            name="run",
-            state="RUNNING",
-            allocated_nodes="node01",
-            gres_per_node={"gpu": 3},
-            submit_time=10,
-            start_time=20,
-            time_limit=60,
-            layout={
-                "node01": {
-                    "cpu_ids": "0",
-                    "gres": {"gpu:v100": {"count": "3", "indexes": "0-2"}},
-                    "memory": 1,
-                }
-            },
-        ),
-        fake.Job(
-            id=5,
-            name="wait",
-            gres_per_node={"gpu": 2},
-            num_nodes=2,
-            submit_time=30,
-            dependencies={"afterok": [4]},
-            state_reason="Dependency",
-        ),
-        fake.Job(
-            id=9,
-            array_id=9,
-            array_tasks_waiting="1-2",
-            name="arr",
-            gres_per_node={"gpu": 1},
-            submit_time=40,
-            state_reason="Priority",
-        ),
-    ]
-    monkeypatch.setitem(sys.modules, "pyslurm", fake)
-    from slurmrl.slurm.pyslurm_backend import PyslurmBackend
-
-    snap = PyslurmBackend(conf="/nonexistent/slurm.conf").snapshot()
-    jobs = {j.job_id: j for j in snap.jobs}
-    assert jobs["4"].gpu_indices() == {"node01": (0, 1, 2)} and jobs["4"].time_limit == 3600
-    assert (jobs["5"].gpus.total, jobs["5"].dependency, jobs["5"].eligible) == (4, "afterok:4", False)
-    assert jobs["9_[1-2]"].task_ids() == ["9_1", "9_2"]
-    view = snap.to_view()
-    assert view.pool.free_gpus(0) == [3, 4, 5, 6, 7] and view.pool.free_gpus(1) == []
-    assert [j.job_id for j in view.pending] == ["9_1", "9_2"]
-    fake.Jobs.fail = True
-    try:
-        with pytest.raises(SlurmError, match="pyslurm could not load"):
-            PyslurmBackend(conf="/nonexistent").snapshot()
-    finally:
-        fake.Jobs.fail = False
 
 
 def test_pyslurm_missing_or_wrong_version(monkeypatch: pytest.MonkeyPatch) -> None:

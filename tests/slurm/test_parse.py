@@ -23,7 +23,7 @@ from slurmrl.slurm.parse_text import (
 )
 
 FIX = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ["v22.05", "v23.02", "v23.11", "v24.11", "v25.11", "v26.05"]
+VERSIONS = ["v22.05", "v23.02", "v23.11", "v24.05", "v24.11", "v25.11", "v26.05"]
 QUOTED = """it's "quoted" | $(x) name"""
 
 # What the 22.05 recording holds (README.md), the same in every constructed version.
@@ -93,7 +93,7 @@ def test_nodes(version: str) -> None:
     assert (n1.cpus, n1.memory_mb) == (64, 256000)
 
 
-@pytest.mark.parametrize("version", ["v23.11", "v24.11", "v25.11", "v26.05"])
+@pytest.mark.parametrize("version", ["v23.11", "v24.05", "v24.11", "v25.11", "v26.05"])
 def test_sinfo_node_groups(version: str) -> None:
     nodes = {n.name: n for n in parse_nodes_json((FIX / version / "sinfo.json").read_text())}
     assert nodes["node01"].partitions == ("gpu", "debug")

@@ -215,6 +215,8 @@ class Failures:
         return float("inf") if k is None else float(k)
 
     def add(self, job: JobView) -> None:
+        if job.allowed_nodes is not None:
+            return  # failed on its own usable nodes only: says nothing of other jobs
         key = (job.gpu_type, self._nodes(job))
         known = self._least.get(key)
         if known is None or job.gpus < known:

@@ -83,13 +83,23 @@ def tables(cluster: Cluster) -> ClusterTables:
 
 
 def eligible(job: JobView, pool: GpuPool) -> np.ndarray:
-    """Nodes with a free GPU whose GPU type the job accepts."""
+    """Nodes with a free GPU whose GPU type the job accepts and that the job may use."""
     mask = pool.free_count > 0
     if job.gpu_type:
         type_mask = tables(pool.cluster).type_masks.get(job.gpu_type)
         if type_mask is None:
             return np.zeros_like(mask)
         mask = mask & type_mask
+    if job.allowed_nodes is not None:
+        mask = mask & allowed_mask(job.allowed_nodes, mask.size)
+    return mask
+
+
+def allowed_mask(allowed: frozenset[int], size: int) -> np.ndarray:
+    """Boolean node mask of a job's usable nodes (``JobView.allowed_nodes``)."""
+    mask = np.zeros(size, dtype=bool)
+    if allowed:
+        mask[list(allowed)] = True
     return mask
 
 

@@ -13,16 +13,18 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.placement.common import node_request, tables
+from slurmrl.policy.placement.common import allowed_mask, node_request, tables
 from slurmrl.policy.view import ClusterView, JobView
 
 
 def eligible_nodes(job: JobView, pool: GpuPool) -> np.ndarray:
-    """Boolean mask of nodes whose GPU type the job accepts and that have free GPUs."""
+    """Boolean mask of nodes whose GPU type the job accepts, that it may use and that have free GPUs."""
     mask = pool.free_count > 0
     if job.gpu_type:
         types = tables(pool.cluster).type_masks.get(job.gpu_type)
         mask &= types if types is not None else False
+    if job.allowed_nodes is not None:
+        mask &= allowed_mask(job.allowed_nodes, mask.size)
     return mask
 
 
@@ -100,6 +102,8 @@ class FirstFitBound:
             self._eligible = [n.gpu_type == job.gpu_type for n in cluster.nodes]
         else:
             self._eligible = [True] * len(cluster.nodes)
+        if job.allowed_nodes is not None:
+            self._eligible = [ok and i in job.allowed_nodes for i, ok in enumerate(self._eligible)]
         live = [c for c, ok in zip(self._counts, self._eligible, strict=True) if ok]
         self._nonzero = [i for i, (c, ok) in enumerate(zip(self._counts, self._eligible, strict=True)) if ok and c]
         self._max = max(live, default=0)

@@ -1,0 +1,155 @@
+"""Placement limits end to end, on the local Slurm test cluster (contrib/testcluster).
+
+Run with ``eval "$(contrib/testcluster/testcluster env)"; pytest -m slurm tests/slurm``.
+Nodes get features for the duration (node01/02 ``fast``, node03/04 ``big``),
+cleared at the end; jobs carry a private account (the daemon's scope) and
+are cancelled at the end. Jobs are submitted held so that Slurm does not
+start them before the daemon decides; the daemon reads them as released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.loop import Daemon, make_backend
+from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.slurm.snapshot import Snapshot
+
+pytestmark = pytest.mark.slurm
+ACCOUNT = f"slurmrl-c{os.getpid()}"
+FILL = f"{ACCOUNT}-fill"
+FEATURES = {"node01": "fast", "node02": "fast", "node03": "big", "node04": "big"}
+SUBMITTED: list[str] = []
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+
+
+def sbatch(*args: str, account: str = ACCOUNT) -> str:
+    out = run(
+        "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", f"--account={account}",
+        f"--job-name={account}", *args, "--wrap", "sleep 600",
+    )
+    assert out.returncode == 0, out.stderr
+    jid = out.stdout.strip().split(";")[0]
+    SUBMITTED.append(jid)
+    return jid
+
+
+def show(jid: str) -> dict[str, str]:
+    return dict(re.findall(r"(\w+)=(\S*)", run("scontrol", "show", "job", "-o", jid).stdout))
+
+
+def wait_for(pred, timeout: float, what: str):
+    end = time.time() + timeout
+    while time.time() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def set_features(clear: bool = False) -> None:
+    for node, feat in FEATURES.items():
+        value = "" if clear else f"{feat},{node}"
+        out = run("scontrol", "update", f"NodeName={node}", f"AvailableFeatures={value}", f"ActiveFeatures={value}")
+        assert out.returncode == 0, out.stderr
+
+
+@pytest.fixture(scope="module", autouse=True)
+def features():
+    # Start from an idle cluster: other live tests may still be cancelling their jobs.
+    wait_for(lambda: not run("squeue", "-h", "-t", "RUNNING,COMPLETING").stdout.strip(), 120, "an idle cluster")
+    set_features()
+    yield
+    if SUBMITTED:
+        run("scancel", *SUBMITTED)
+    set_features(clear=True)
+
+
+class Released:
+    """Reads the queue with chosen held jobs shown as released (and, where asked, their
+    ``--constraint`` hidden, as a reader that cannot see it would); writes go to Slurm."""
+
+    def __init__(self, inner, ids: set[str], hide_constraint: bool = False) -> None:
+        self.inner, self.ids, self.hide = inner, ids, hide_constraint
+
+    def snapshot(self) -> Snapshot:
+        snap = self.inner.snapshot()
+        jobs = []
+        for j in snap.jobs:
+            if j.job_id in self.ids:
+                if j.held and j.reason in ("JobHeldUser", "JobHeldAdmin"):
+                    j = replace(j, held=False, reason="Resources")
+                if self.hide:
+                    j = replace(j, constraint="")
+            jobs.append(j)
+        return replace(snap, jobs=tuple(jobs))
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def make_config(tmp: Path) -> DaemonConfig:
+    return DaemonConfig(
+        policy="fifo-backfill", placement="first-fit", interval=1.0,
+        state_file=str(tmp / "state.json"), audit_log=str(tmp / "audit.jsonl"),
+        backoff_initial=1.0, backoff_max=2.0,
+        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
+        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
+    )
+
+
+def test_exclude_and_constraint_are_never_pinned_around(tmp_path: Path) -> None:
+    # First fit would put both on node01 if it ignored their limits.
+    jx = sbatch("-H", "-N1", "--gres=gpu:2", "-x", "node01")
+    jc = sbatch("-H", "-N1", "--gres=gpu:2", "--constraint=big")
+    cfg = make_config(tmp_path)
+    daemon = Daemon(cfg, Released(make_backend(cfg), {jx, jc}), metrics=DaemonMetrics())
+    snap = daemon.backend.snapshot()
+    by_id = {j.job_id: j for j in snap.jobs}
+    assert by_id[jx].excluded_nodes == ("node01",) and by_id[jc].constraint == "big"
+    out = daemon.cycle()
+    assert out.error is None
+    pin_x, pin_c = show(jx)["ReqNodeList"], show(jc)["ReqNodeList"]
+    assert pin_x not in ("(null)", "node01"), pin_x
+    assert pin_c in ("node03", "node04"), pin_c
+    daemon.revert()
+    assert show(jx)["ReqNodeList"] == "(null)" and show(jc)["ReqNodeList"] == "(null)"
+    run("scancel", jx, jc)
+
+
+def test_refused_pin_is_removed_once_and_not_set_again(tmp_path: Path) -> None:
+    # node03/node04 (the only "big" nodes) are full, so once unpinned the job stays pending.
+    fill = [sbatch(f"-w{n}", "-N1", "--gres=gpu:8", account=FILL) for n in ("node03", "node04")]
+    wait_for(lambda: all(show(j).get("JobState") == "RUNNING" for j in fill), 60, "filler jobs to run")
+    job = sbatch("-H", "-N1", "--gres=gpu:1", "--constraint=big")
+    cfg = make_config(tmp_path)
+    # A reader blind to --constraint places the job on node01: Slurm refuses that pin.
+    daemon = Daemon(cfg, Released(make_backend(cfg), {job}, hide_constraint=True), metrics=DaemonMetrics())
+    assert daemon.cycle().error is None
+    assert show(job)["ReqNodeList"] == "node01"
+    assert run("scontrol", "release", job).returncode == 0
+    wait_for(lambda: show(job).get("Reason") == "BadConstraints", 30, "Slurm to refuse the pin")
+    pins = []
+    for _ in range(5):
+        assert daemon.cycle().error is None
+        pins.append(show(job)["ReqNodeList"])
+        time.sleep(1.0)
+    assert pins == ["(null)"] * 5, pins  # removed once, never set again: no flip-flop
+    audit = [json.loads(line) for line in Path(cfg.audit_log).read_text().splitlines() if line.strip()]
+    node_changes = [a for a in audit if a.get("kind") == "change" and a.get("job") == job and a.get("field") == "nodes"]
+    assert len(node_changes) == 2, node_changes  # the pin and its one removal
+    daemon.revert()
+    run("scancel", job, *fill)
