@@ -237,12 +237,7 @@ class EasyBackfill(OrderedScheduler):
         place = self.placement.place
         # Under load most of the up to max_job_test candidates are refused by
         # the first tests below, so this loop keeps to local names.
-        # A ranking's cursor drops jobs larger than the free GPUs in bulk: the
-        # loop would refuse them, and as free GPUs only shrink within a pass
-        # (and a reused pass starts from the same count), refuse them again.
-        take = getattr(rest, "take", None)
-        candidates = take(self.max_job_test, pool.total_free) if take is not None else islice(rest, self.max_job_test)
-        for job in candidates:
+        for job in islice(rest, self.max_job_test):
             free = pool.total_free
             if free == 0:
                 break

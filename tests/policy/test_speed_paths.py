@@ -148,3 +148,55 @@ def test_backfill_bounds_change_no_replay() -> None:
     generic = make_policy("sjf-oracle", "first-fit")
     generic.placement = _PlainFirstFit()  # type: ignore[attr-defined]
     assert _replay(generic, "2x4x8", "none") == fast
+
+
+@settings(max_examples=150, deadline=None)
+@given(busy_views(), st.sampled_from(PLACEMENTS), st.data())
+def test_reservation_with_starts_in_the_pass_matches_the_plain_scan(
+    case: tuple[ClusterView, JobView], placement: str, data: st.DataObject
+) -> None:
+    """Jobs started earlier in the pass are released at their limits like the running ones."""
+    view, head = case
+    policy = EasyBackfill("t", FifoOrdering(), make_placement(placement))
+    policy.before_pass(view)
+    pool = view.pool.copy()
+    started: list[JobView] = []
+    for node in range(len(view.cluster.nodes)):
+        free = pool.free_gpus(node)
+        if free and data.draw(st.booleans()):
+            p = Placement.of([(node, free[: data.draw(st.integers(1, len(free)))])])
+            job = JobView(f"s{node}", p.num_gpus, 30.0, time_limit=data.draw(st.sampled_from([20.0, 70.0, 170.0])))
+            pool.allocate(p)
+            policy.on_start(job, p)
+            started.append(JobView(job.job_id, job.gpus, 30.0, time_limit=job.time_limit, start_time=30.0, placement=p))
+    shadow, mask = policy.reservation(view, pool, head)
+    after = ClusterView(30.0, view.cluster, pool.readonly(), (head,), (*view.running, *started), ())
+    want, found = plain_reservation(after, head, placement)
+    assert shadow == want
+    if found is None:
+        assert mask is None
+    else:
+        assert mask is not None
+        got = {(int(n), int(g)) for n, g in zip(*mask.nonzero(), strict=True)}
+        assert got == {(a.node, g) for a in found.allocs for g in a.gpus if pool.free[a.node, g]}
+
+
+def test_backfill_skips_the_reservation_only_when_no_candidate_could_fit() -> None:
+    """A pass whose candidates the free nodes cannot hold starts nothing and leaves no shadow."""
+    cluster = make_cluster(1, 2)
+    pool = GpuPool(cluster)
+    busy = Placement.of([(0, [0, 1, 2]), (1, [0, 1, 2])])
+    pool.allocate(busy)
+    running = (JobView("r", 6, 0.0, time_limit=100.0, start_time=0.0, placement=busy, num_nodes=2),)
+    head = JobView("head", 8, 1.0, time_limit=100.0, num_nodes=2)
+    packed = JobView("packed", 2, 2.0, time_limit=10.0, num_nodes=1)  # 2 GPUs, one node: no node has 2 free
+    spread = JobView("spread", 2, 3.0, time_limit=10.0, num_nodes=2)  # may span both nodes' last GPUs
+    policy = EasyBackfill("t", FifoOrdering(), make_placement("first-fit"))
+    view = ClusterView(10.0, cluster, pool.readonly(), (head, packed), running, ())
+    decisions = policy.decide(view)
+    assert decisions.starts == () and math.isnan(decisions.info["shadow_time"])
+    view = ClusterView(10.0, cluster, pool.readonly(), (head, packed, spread), running, ())
+    policy = EasyBackfill("t", FifoOrdering(), make_placement("first-fit"))
+    decisions = policy.decide(view)
+    assert [s.job_id for s in decisions.starts] == ["spread"]
+    assert decisions.info["shadow_time"] == 100.0

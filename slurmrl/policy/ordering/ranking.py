@@ -46,90 +46,34 @@ class Ranked:
     still read the whole order after the pass.
     """
 
-    __slots__ = ("_views", "_order", "_alive", "_extra", "_gpus")
+    __slots__ = ("_views", "_order", "_alive", "_extra")
 
     def __init__(
-        self,
-        views: list[JobView],
-        order: np.ndarray,
-        alive: np.ndarray,
-        extra: list[tuple[int, int]],
-        gpus: np.ndarray | None = None,
+        self, views: list[JobView], order: np.ndarray, alive: np.ndarray, extra: list[tuple[int, int]]
     ) -> None:
         self._views = views
         self._order = order  # arrival numbers sorted at the last re-key (dead ones included)
         self._alive = alive
         self._extra = extra  # (position in order, arrival number) of later arrivals, sorted
-        self._gpus = gpus  # GPUs asked, by arrival number (None: read from the views)
 
-    def __iter__(self) -> Cursor:
-        return Cursor(self)
-
-
-class Cursor:
-    """A walk through a :class:`Ranked`; :meth:`take` skips jobs too large for the free GPUs in bulk."""
-
-    __slots__ = ("_ranked", "_cursor", "_e", "_buf", "_at")
-
-    def __init__(self, ranked: Ranked) -> None:
-        self._ranked = ranked
-        self._cursor = 0  # next position in the ranked order not yet buffered
-        self._e = 0  # next later arrival not yet buffered
-        self._buf: list[int] = []  # arrival numbers of the next live jobs, in rank order
-        self._at = 0  # how many of them were handed out
-
-    def __iter__(self) -> Cursor:
-        return self
-
-    def __next__(self) -> JobView:
-        if self._at >= len(self._buf) and not self._fill():
-            raise StopIteration
-        seq = self._buf[self._at]
-        self._at += 1
-        return self._ranked._views[seq]
-
-    def take(self, count: int, max_gpus: int) -> list[JobView]:
-        """Of the next ``count`` jobs, those asking at most ``max_gpus`` GPUs, in rank order."""
-        ranked = self._ranked
-        views, gpus = ranked._views, ranked._gpus
-        out: list[JobView] = []
-        while count > 0:
-            if self._at >= len(self._buf) and not self._fill(max(count, _BLOCK)):
-                break
-            chunk = self._buf[self._at : self._at + count]
-            self._at += len(chunk)
-            count -= len(chunk)
-            if gpus is None:
-                out.extend(job for job in (views[seq] for seq in chunk) if job.gpus <= max_gpus)
-            else:
-                seqs = np.asarray(chunk, dtype=np.int64)
-                out.extend(views[seq] for seq in seqs[gpus[seqs] <= max_gpus].tolist())
-        return out
-
-    def _fill(self, size: int = _BLOCK) -> bool:
-        """Buffer the live jobs of the next ``size`` ranked positions, later arrivals merged in; False at the end.
-
-        A later arrival kept apart at position ``p`` comes after the jobs
-        ranked before ``p`` and before the one at ``p``.
-        """
-        ranked = self._ranked
-        alive, order, extra = ranked._alive, ranked._order, ranked._extra
+    def __iter__(self) -> Iterator[JobView]:
+        views, alive, order, extra = self._views, self._alive, self._order, self._extra
         n = order.size
-        buf: list[int] = []
-        cursor, e = self._cursor, self._e
-        while not buf and (cursor < n or e < len(extra)):
-            stop = min(n, cursor + size)
-            j = e
-            while j < len(extra) and extra[j][0] <= stop:
-                j += 1
-            block = order[cursor:stop]
-            if j > e:
-                block = np.insert(block, [x[0] - cursor for x in extra[e:j]], [x[1] for x in extra[e:j]])
-            buf = block[alive[block]].tolist()
-            cursor, e = stop, j
-        self._cursor, self._e = cursor, e
-        self._buf, self._at = buf, 0
-        return bool(buf)
+        e, cursor = 0, 0
+        while cursor < n or e < len(extra):
+            stop = min(n, cursor + _BLOCK)
+            if e < len(extra) and extra[e][0] < stop:
+                stop = extra[e][0]
+            if stop > cursor:
+                block = order[cursor:stop]
+                for seq in block[alive[block]].tolist():
+                    yield views[seq]
+                cursor = stop
+            while e < len(extra) and extra[e][0] <= cursor:
+                seq = extra[e][1]
+                if alive[seq]:
+                    yield views[seq]
+                e += 1
 
 
 class Ranking:
@@ -141,7 +85,6 @@ class Ranking:
         self._views: list[JobView] = []  # by arrival number
         self._table = np.zeros((256, width + 1))  # by arrival number: submit time, then columns
         self._alive = np.zeros(256, dtype=bool)  # pending and ranked
-        self._gpus = np.zeros(256, dtype=np.int64)  # by arrival number: GPUs asked
         self._count = 0  # live jobs
         self._new: list[int] = []  # tracked since the last ranking, not keyed yet
         # The ranking: arrival numbers in key order as of the last re-key, with
@@ -204,7 +147,7 @@ class Ranking:
             self._merge(now)
             if len(self._extra) > _MAX_EXTRA:
                 self._fold()
-        return Ranked(self._views, self._order, self._alive.copy(), [(x[3], x[2]) for x in self._extra], self._gpus)
+        return Ranked(self._views, self._order, self._alive.copy(), [(x[3], x[2]) for x in self._extra])
 
     # -- bookkeeping --------------------------------------------------------------
 
@@ -226,11 +169,9 @@ class Ranking:
                 grow = max(256, seq)
                 self._table = np.concatenate([self._table, np.zeros((grow, self._table.shape[1]))])
                 self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
-                self._gpus = np.concatenate([self._gpus, np.zeros(grow, dtype=np.int64)])
         else:
             self._views[seq] = job
         self._table[seq, 0] = job.submit_time
-        self._gpus[seq] = job.gpus
         self._table[seq, 1:] = self._columns(job)
         if not self._alive[seq]:
             self._alive[seq] = True
