@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from slurmrl.daemon.plan import Change
+from slurmrl.daemon.plan import PIN_FIELDS, Change
 from slurmrl.daemon.record import Record, Touched
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import SlurmBackend
@@ -29,6 +29,11 @@ from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, MungeError, Pe
 # PermissionDenied is per job (e.g. AdminComment needs Administrator, SiteFactor
 # only Operator: validate_super_user vs validate_operator in Slurm's job update).
 STOPPING = (RateLimited, ControllerUnreachable, MungeError)
+# Give-backs of one field to one value share a ``scontrol update JobId=a,b,c``: this
+# many ids per call (our choice: a short command line; a refused call costs at most
+# this many single retries).
+BATCH = 50
+BATCH_FIELDS = ("site_factor", "nodes", "prefer", "admin_comment")
 
 
 def error_kind(exc: BaseException) -> str:
@@ -59,6 +64,11 @@ def send(backend: SlurmBackend, change: Change) -> None:
     elif change.field == "nodes":
         nodes = list(change.new) if change.new else None  # type: ignore[arg-type]
         backend.set_required_nodes(jid, nodes)
+    elif change.field == "prefer":
+        set_prefer = getattr(backend, "set_prefer", None)
+        if set_prefer is None:
+            raise SlurmError(f"job {jid}: this backend cannot set Prefer=", hint='use pin = "required"')
+        set_prefer(jid, str(change.new or ""))
     elif change.field == "admin_comment":
         backend.set_admin_comment(jid, str(change.new or ""))
     else:  # a planning bug, not a user error
@@ -107,22 +117,24 @@ def record_change(record: Record, change: Change, now: float) -> None:
             )
         else:
             record.update(change.job_id, now, priority=change.new)
-    elif f == "nodes":
+    elif f in PIN_FIELDS:
+        orig_name = "orig_nodes" if f == "nodes" else "orig_prefer"
         if change.restore:
             record.update(
                 change.job_id,
                 now,
-                nodes=None,
+                **{f: None},
                 nodes_since=None,
                 placement_blocked_until=max(
                     change.block_until, entry.placement_blocked_until if entry else 0
                 ),
                 pin_refused=change.request or (entry.pin_refused if entry else ""),
             )
-        elif entry is None or entry.nodes is None:
-            record.update(change.job_id, now, nodes=change.new, nodes_since=now, orig_nodes=change.orig or ())
+        elif entry is None or getattr(entry, f) is None:
+            orig = change.orig or (() if f == "nodes" else "")
+            record.update(change.job_id, now, **{f: change.new, orig_name: orig}, nodes_since=now)
         else:
-            record.update(change.job_id, now, nodes=change.new, nodes_since=now)
+            record.update(change.job_id, now, **{f: change.new}, nodes_since=now)
     elif f == "admin_comment":
         if change.restore:
             record.update(change.job_id, now, admin_comment=None, note_stale=False)
@@ -175,13 +187,23 @@ def apply_changes(
     on_failed: Callable[[Change, SlurmError], None] | None = None,
     refused_block: float = 300.0,
     notes: bool = True,
+    batch: int = 1,
 ) -> ApplyResult:
-    """Send ``changes`` in order; ``persist`` saves the record (called before each setting update)."""
+    """Send ``changes`` in order; ``persist`` saves the record (called before each setting update).
+
+    ``batch`` > 1 (and a backend with ``update_many``): give-backs of the same
+    field and value go first, up to ``batch`` jobs per call; see :func:`send_batched`.
+    """
     sent: list[Change] = []
     failed: list[tuple[Change, str]] = []
     gone: set[str] = set()
     refused: set[str] = set()  # jobs with an update refused in this batch
     notes_refused = False
+    if batch > 1 and getattr(backend, "update_many", None) is not None:
+        done, changes, stop = send_batched(backend, changes, record, now, batch, on_sent, on_failed)
+        sent.extend(done)
+        if stop is not None:
+            return ApplyResult(tuple(sent), (), (), stop, len(changes))
     for i, change in enumerate(changes):
         jid = change.job_id
         is_note = change.field == "admin_comment" and not change.restore
@@ -214,7 +236,7 @@ def apply_changes(
             refused.add(jid)
             if is_note and isinstance(exc, PermissionDenied):
                 notes, notes_refused = False, True
-            elif change.field == "nodes" and not change.restore:
+            elif change.field in PIN_FIELDS and not change.restore:
                 # Slurm refused the node list (e.g. a node outside the job's partition):
                 # not pinned again until the job's request changes.
                 record.update(
@@ -231,3 +253,58 @@ def apply_changes(
         if on_sent is not None:
             on_sent(change)
     return ApplyResult(tuple(sent), tuple(failed), tuple(sorted(gone)), None, 0, notes_refused)
+
+
+def _batch_key(change: Change) -> tuple[str, object] | None:
+    if not change.restore or change.field not in BATCH_FIELDS:
+        return None
+    if change.field == "site_factor":
+        return change.field, change.new
+    return change.field, change.new or None  # (), "" and None all clear the field
+
+
+def send_batched(
+    backend: SlurmBackend,
+    changes: Sequence[Change],
+    record: Record,
+    now: float,
+    size: int,
+    on_sent: Callable[[Change], None] | None,
+    on_failed: Callable[[Change, SlurmError], None] | None,
+) -> tuple[list[Change], list[Change], SlurmError | None]:
+    """Give-backs grouped by field and value, ``size`` jobs per ``update_many`` call.
+
+    Returns the changes Slurm took (each recorded as given back only now, after
+    the call returned without error), the changes left for one-by-one sending in
+    their original order, and the controller-wide error that stopped the batch.
+    A call that fails otherwise (an id Slurm no longer knows, a refusal) leaves its
+    jobs to the one-by-one path, which learns which job failed and why: Slurm
+    went on with the other ids, so sending those again only repeats the same value.
+    """
+    groups: dict[tuple[str, object], list[Change]] = {}
+    for ch in changes:
+        key = _batch_key(ch)
+        if key is not None:
+            groups.setdefault(key, []).append(ch)
+    taken: set[int] = set()  # id() of the changes Slurm took
+    done: list[Change] = []
+    for (name, value), members in groups.items():
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            if len(chunk) < 2:
+                continue
+            try:
+                backend.update_many([c.job_id for c in chunk], name, value)  # type: ignore[attr-defined]
+            except STOPPING as exc:
+                if on_failed is not None:
+                    on_failed(chunk[0], exc)
+                return done, [c for c in changes if id(c) not in taken], exc
+            except SlurmError:
+                continue  # one by one below
+            for c in chunk:
+                record_change(record, c, now)
+                taken.add(id(c))
+                done.append(c)
+                if on_sent is not None:
+                    on_sent(c)
+    return done, [c for c in changes if id(c) not in taken], None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.run import call
+from slurmrl.slurm.snapshot import PinSupport
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,24 @@ def accrue_check(values: dict[str, str], mode: str) -> CheckResult | None:
     return CheckResult("accrue time", True, "kept on revert (limits not enforced or ACCRUE_ALWAYS set)")
 
 
+def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
+    """Which pin the daemon will write for a placement: ReqNodeList= (hard) or Prefer= (soft)."""
+    if config.pin != "prefer":
+        return CheckResult("pins", True, 'hard: ReqNodeList= (pin = "required")')
+    if pins.soft:
+        return CheckResult(
+            "pins", True,
+            "soft: Prefer= naming the chosen nodes as features (each node carries its name as a "
+            "feature); jobs with their own --prefer are not pinned",
+        )
+    why = (
+        "this Slurm has no Prefer= (22.05 or later)"
+        if not pins.prefer
+        else "not every node carries its own name as a feature (e.g. Feature=node01 in slurm.conf)"
+    )
+    return CheckResult("pins", True, f'warning: pin = "prefer" but {why}; hard pins (ReqNodeList=) will be used')
+
+
 def run_checks(config: DaemonConfig) -> list[CheckResult]:
     from slurmrl.daemon.loop import load_policy, make_backend
     from slurmrl.errors import SlurmrlError
@@ -148,6 +167,7 @@ def run_checks(config: DaemonConfig) -> list[CheckResult]:
         )
         for w in snap.warnings:
             results.append(CheckResult("topology", True, f"warning: {w}"))
+        results.append(pin_check(config, snap.pin_support))
         values = slurm_config(config)
         results.extend(priority_checks(values, config.mode))
         results.append(admin_level(values, config))

@@ -23,6 +23,7 @@ DEFAULT_CONFIG = "/etc/slurmrl/daemon.toml"
 MODES = ("site_factor", "priority")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 BACKENDS = ("cli", "pyslurm")
+PINS = ("required", "prefer")  # ReqNodeList= (hard) or Prefer= (soft) for a placement
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class DaemonConfig:
     priority_base: int = 100_000
     max_changes_per_cycle: int = 200
     placement_hold: float = 300.0
+    pin: str = "required"
     starvation_wait: float = 86_400.0
     dry_run: bool = False
     backend: str = "cli"
@@ -122,6 +124,7 @@ TOP: dict[str, tuple[str, _Check]] = {
     "priority_base": ("int", _between(1, MAX_PRIORITY // 2)),
     "max_changes_per_cycle": ("int", _positive),
     "placement_hold": ("float", _positive),
+    "pin": ("str", _one_of(PINS)),
     "starvation_wait": ("float", _non_negative),
     "dry_run": ("bool", _ok),
     "backend": ("str", _one_of(BACKENDS)),

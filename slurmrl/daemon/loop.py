@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
-from slurmrl.daemon.apply import ApplyResult, apply_changes, error_kind
+from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.factors import PriorityFactors, read_factors
@@ -296,14 +296,15 @@ class Daemon:
         m.in_scope.set(out.plan.in_scope)
         m.deferred.set(out.plan.deferred)
         m.tracked.set(len(self.record.jobs))
-        m.pins.set(sum(1 for e in self.record.jobs.values() if e.nodes is not None))
+        m.pins.set(sum(1 for e in self.record.jobs.values() if e.pinned is not None))
         sent = len(out.result.sent) if out.result is not None else 0
         failed = len(out.result.failed) if out.result is not None else 0
         ok = out.error is None
         if ok:
             m.last_success.set(time.time())
-        for note in out.plan.notes:
+        for note in out.plan.notes:  # e.g. why a start was not pinned
             log(logging.INFO, "note", cycle=out.cycle, detail=note)
+            self.audit.write("note", cycle=out.cycle, detail=note)
         fields: dict[str, Any] = dict(
             cycle=out.cycle,
             seconds=round(out.seconds, 4),
@@ -536,7 +537,8 @@ class Daemon:
 
             before = set(self.record.jobs)
             result = apply_changes(
-                self.backend, changes, self.record, now, persist=self.save, on_sent=sent, on_failed=failed
+                self.backend, changes, self.record, now, persist=self.save, on_sent=sent, on_failed=failed,
+                batch=BATCH,
             )
             gone += len(result.vanished)
             for jid in before - set(result.vanished):

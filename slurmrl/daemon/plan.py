@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.factors import PriorityFactors
@@ -39,7 +39,8 @@ NOTE_PREFIX = "slurmrl:"
 # and re-send, every job behind it on every cycle (our choice).
 TOLERANCE_SHARE = 0.01
 NOTE_SEPARATOR = " | "
-FIELDS = ("site_factor", "priority", "nodes", "admin_comment")
+FIELDS = ("site_factor", "priority", "nodes", "prefer", "admin_comment")
+PIN_FIELDS = ("nodes", "prefer")  # a hard pin (ReqNodeList=) and a soft one (Prefer=)
 
 Value = int | str | tuple[str, ...] | None
 
@@ -104,20 +105,38 @@ def compose_comment(orig: str, note: str) -> str:
 
 
 def make_note(
-    policy: str, site_factor: int | None, priority: int | None, nodes: tuple[str, ...] | None
+    policy: str,
+    site_factor: int | None,
+    priority: int | None,
+    nodes: tuple[str, ...] | None,
+    prefer: tuple[str, ...] | None = None,
 ) -> str:
     parts = [NOTE_PREFIX]
     if site_factor is not None:
         parts.append(f"sf={site_factor}")
     if priority is not None:
         parts.append(f"prio={priority}")
-    if nodes:
-        try:
-            parts.append(f"nodes={compress_hostlist(nodes)}")
-        except ValueError:
-            parts.append(f"nodes={','.join(nodes)}")
+    for key, names in (("nodes", nodes), ("prefer", prefer)):
+        if names:
+            try:
+                parts.append(f"{key}={compress_hostlist(names)}")
+            except ValueError:
+                parts.append(f"{key}={','.join(names)}")
     parts.append(f"policy={policy}")
     return " ".join(parts)
+
+
+def prefer_nodes(text: str | None) -> tuple[str, ...] | None:
+    """The node names of a daemon-written ``Prefer=`` (``node01|node02``)."""
+    return tuple(sorted(n for n in text.split("|") if n)) if text else None
+
+
+def unpin(entry: Touched, reason: str, **kw: object) -> Change:
+    """The change that takes back the daemon's pin, of whichever kind it set."""
+    jid = entry.job_id
+    if entry.nodes is not None:
+        return Change(jid, "nodes", entry.nodes, entry.orig_nodes, reason, restore=True, **kw)  # type: ignore[arg-type]
+    return Change(jid, "prefer", entry.prefer, entry.orig_prefer, reason, restore=True, **kw)  # type: ignore[arg-type]
 
 
 # What a job's request is made of, for "pin refused: not again until the request
@@ -126,7 +145,7 @@ def make_note(
 _VOLATILE = frozenset(
     {
         "state", "reason", "priority", "site_factor", "admin_comment", "required_nodes", "nodes",
-        "gpu_alloc", "start_time", "state_flags", "held",
+        "prefer", "gpu_alloc", "start_time", "state_flags", "held",
     }
 )
 REFUSED_REASONS = frozenset({"BadConstraints"})  # Slurm's reasons for a pin it cannot honour
@@ -158,6 +177,8 @@ def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[C
         )
     if entry.nodes is not None:
         out.append(Change(jid, "nodes", entry.nodes, entry.orig_nodes, reason, restore=True))
+    if entry.prefer is not None:
+        out.append(Change(jid, "prefer", entry.prefer, entry.orig_prefer, reason, restore=True))
     if entry.admin_comment is not None:
         live = job.admin_comment if job is not None else entry.admin_comment
         # Someone else edited the comment since: keep their text, drop only our note.
@@ -202,6 +223,33 @@ def _clean_starts(
     return desired
 
 
+def _pin_kind(
+    snapshot: Snapshot, job: SlurmJob, entry: Touched | None, names: tuple[str, ...], config: DaemonConfig
+) -> tuple[str, Value, str]:
+    """``(field, value, reason)`` of the pin for a start: ``nodes`` (ReqNodeList=),
+    ``prefer`` (Prefer=), or ``""`` for none, the reason saying why (it is audited).
+
+    ``pin = "prefer"`` falls back to the hard pin where Prefer cannot name nodes
+    (the nodes lack their own names as features, or Slurm is older than 22.05),
+    and to no pin where the user gave a ``--prefer`` of their own: overriding
+    it with a ReqNodeList would turn their wish into the daemon's command.
+    """
+    if config.pin != "prefer":
+        return "nodes", names, "policy starts it now"
+    support = snapshot.pin_support
+    own = entry.orig_prefer if entry is not None and entry.prefer is not None else job.prefer
+    value = support.prefer_value(replace(job, prefer=own), names)  # the Prefer we set is not the user's
+    if value is not None:
+        return "prefer", value, "policy starts it now (soft pin)"
+    if own:
+        return "", None, f"has its own --prefer={own}; soft pin not set, and no hard pin over it"
+    if not support.prefer:
+        why = f"Slurm {snapshot.version} has no Prefer="
+    else:
+        why = "Prefer= names features and the nodes do not carry their own names as features"
+    return "nodes", names, f"policy starts it now (hard pin: {why})"
+
+
 def plan_cycle(
     snapshot: Snapshot,
     decisions: Decisions,
@@ -238,61 +286,46 @@ def plan_cycle(
 
     # 2. Placement: pin jobs the policy starts now, unpin stale decisions.
     desired = _clean_starts(decisions, snapshot, scoped, record, config, now, notes)
+    kinds = {
+        jid: _pin_kind(snapshot, scoped[jid], record.get(jid), names, config) for jid, names in desired.items()
+    }
     for jid, entry in record.jobs.items():
-        if entry.nodes is None or jid not in scoped:
+        pinned = entry.pinned
+        if pinned is None or jid not in scoped:
             continue
         want = desired.get(jid)
         job = scoped[jid]
+        kind = "nodes" if entry.nodes is not None else "prefer"
         if job.reason in REFUSED_REASONS:
             # The pin cannot be honoured: remove it once, and not again for this request.
             desired.pop(jid, None)
-            add(
-                (0, 1),
-                Change(
-                    jid, "nodes", entry.nodes, entry.orig_nodes,
-                    f"Slurm marks the pin {job.reason}; not pinned again until the request changes",
-                    restore=True, request=request_key(job),
-                ),
-            )
+            why = f"Slurm marks the pin {job.reason}; not pinned again until the request changes"
+            add((0, 1), unpin(entry, why, request=request_key(job)))
         elif want is None:
-            add(
-                (0, 1),
-                Change(
-                    jid,
-                    "nodes",
-                    entry.nodes,
-                    entry.orig_nodes,
-                    "policy no longer starts it now",
-                    restore=True,
-                ),
-            )
+            add((0, 1), unpin(entry, "policy no longer starts it now"))
         elif entry.nodes_since is not None and now - entry.nodes_since > config.placement_hold:
-            add(
-                (0, 1),
-                Change(
-                    jid,
-                    "nodes",
-                    entry.nodes,
-                    entry.orig_nodes,
-                    f"did not start within placement_hold={config.placement_hold:g}s",
-                    restore=True,
-                    block_until=now + config.placement_hold,
-                ),
-            )
+            why = f"did not start within placement_hold={config.placement_hold:g}s"
+            add((0, 1), unpin(entry, why, block_until=now + config.placement_hold))
             del desired[jid]
-        elif tuple(sorted(entry.nodes)) == want:
+        elif kinds[jid][0] != kind:
+            add((0, 1), unpin(entry, f"pin kind changed to {kinds[jid][0]}"))  # pinned again next cycle
+            del desired[jid]
+        elif tuple(sorted(pinned)) == want:
             del desired[jid]
     for jid, names in desired.items():
         entry = record.get(jid)
         job = scoped[jid]
-        old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
-        add(
-            (1, 0),
-            Change(
-                jid, "nodes", old, names, "policy starts it now", orig=job.required_nodes,
-                request=request_key(job),
-            ),
-        )
+        field_name, value, why = kinds[jid]
+        if field_name == "":
+            notes.append(f"job {jid}: {why}")
+            continue
+        if field_name == "prefer":
+            old_p = entry.prefer if entry is not None and entry.prefer is not None else job.prefer
+            change = Change(jid, "prefer", old_p, value, why, orig=job.prefer, request=request_key(job))
+        else:
+            old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
+            change = Change(jid, "nodes", old, names, why, orig=job.required_nodes, request=request_key(job))
+        add((1, 0), change)
 
     # 3. Ordering: rank -> bounded site factor (or explicit priority).
     eligible = [jid for jid, j in scoped.items() if j.eligible]
@@ -414,11 +447,12 @@ def _comment_change(
     sf = _after(entry, changes, "site_factor")
     prio = _after(entry, changes, "priority")
     nodes = _after(entry, changes, "nodes")
-    if sf is None and prio is None and nodes is None:
+    prefer = prefer_nodes(_after(entry, changes, "prefer"))  # type: ignore[arg-type]
+    if sf is None and prio is None and nodes is None and prefer is None:
         if entry is not None and entry.admin_comment is not None and live != orig:
             return Change(job.job_id, "admin_comment", live, orig, "daemon settings removed", restore=True)
         return None
-    note = make_note(config.policy_label, sf, prio, nodes)  # type: ignore[arg-type]
+    note = make_note(config.policy_label, sf, prio, nodes, prefer)  # type: ignore[arg-type]
     text = compose_comment(orig, note)
     if text == live:
         return None

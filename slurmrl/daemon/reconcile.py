@@ -13,7 +13,7 @@ Two situations need reading Slurm back:
   record (state file lost or replaced): the values the note names, where
   Slurm still shows them, are adopted so they can be given back. The values
   from before the daemon are unknown then: SiteFactor 0, no node list,
-  multifactor priority, the admin's text before the note.
+  multifactor priority, no Prefer, the admin's text before the note.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from slurmrl.daemon.record import Record, Touched
 from slurmrl.slurm.conf import expand_hostlist
 from slurmrl.slurm.snapshot import SlurmJob
 
-_NOTE_VALUE = re.compile(r"\b(sf|prio|nodes)=(\S+)")
+_NOTE_VALUE = re.compile(r"\b(sf|prio|nodes|prefer)=(\S+)")
 
 
 def _same_nodes(a: tuple[str, ...] | None, b: tuple[str, ...]) -> bool:
@@ -43,6 +43,8 @@ def _confirmed(entry: Touched, name: str, job: SlurmJob, live_sf: int | None) ->
         return None if job.priority is None else job.priority == entry.priority
     if name == "nodes":
         return _same_nodes(entry.nodes, job.required_nodes)
+    if name == "prefer":
+        return job.prefer == entry.prefer
     if name == "admin_comment":
         return job.admin_comment == entry.admin_comment
     return None
@@ -102,6 +104,13 @@ def adopt_notes(record: Record, scoped: Mapping[str, SlurmJob], now: float) -> l
                 named = ()
             if named and _same_nodes(named, job.required_nodes):
                 fields["nodes"] = named
+        if "prefer" in values:
+            try:
+                text = "|".join(sorted(expand_hostlist(values["prefer"])))
+            except ValueError:
+                text = ""
+            if text and job.prefer == text:
+                fields["prefer"] = text
         record.put(Touched(job_id=jid, first_touched=now, **fields))  # type: ignore[arg-type]
         notes.append(f"job {jid}: carries a slurmrl note the record did not know; adopted to give back")
     return notes

@@ -51,6 +51,20 @@ class Touched:
     # The job's request (see plan.request_key) when Slurm refused a pin: not pinned
     # again until the request changes.
     pin_refused: str = ""
+    # A soft pin (config pin = "prefer"): the Prefer= text the daemon set, naming the
+    # chosen nodes as features ("node01|node02"), and the job's Prefer from before.
+    # ``nodes_since`` times it as it times a hard pin.
+    prefer: str | None = None
+    orig_prefer: str = ""
+
+    @property
+    def pinned(self) -> tuple[str, ...] | None:
+        """The nodes the daemon steers the job to, by either kind of pin; None when unpinned."""
+        if self.nodes is not None:
+            return self.nodes
+        if self.prefer is not None:
+            return tuple(sorted(n for n in self.prefer.split("|") if n))
+        return None
 
     @property
     def changed_anything(self) -> bool:
@@ -58,6 +72,7 @@ class Touched:
             self.site_factor is not None
             or self.priority is not None
             or self.nodes is not None
+            or self.prefer is not None
             or self.admin_comment is not None
         )
 

@@ -30,6 +30,9 @@ MAX_PRIORITY = 0xFFFFFFFD
 # slurm.h); keep well inside it.
 MAX_SITE_FACTOR = 2_147_483_645
 MAX_COMMENT = 1024
+# Prefer= is checked by slurmctld to be at most 1024 characters (_test_strlen in job_mgr.c).
+MAX_PREFER = 1024
+_PREFER = re.compile(r"^[A-Za-z0-9._\-|&,()\[\]*:]*$")
 
 
 @runtime_checkable
@@ -85,6 +88,25 @@ def check_nodelist(nodes: Sequence[str] | None) -> str:
     if not names:
         raise SlurmError("empty node list", hint="pass None to clear the required nodes")
     return ",".join(names)
+
+
+def check_prefer(text: str) -> str:
+    """The ``Prefer=`` value (node features joined by ``|``/``&``); empty clears it."""
+    if not isinstance(text, str):
+        raise SlurmError("prefer must be text")
+    if len(text) > MAX_PREFER:
+        raise SlurmError(f"prefer is {len(text)} characters; Slurm takes at most {MAX_PREFER}")
+    if not _PREFER.match(text):
+        raise SlurmError(f"prefer {text!r} holds characters that are not node features or operators")
+    return text
+
+
+def check_job_ids(job_ids: Sequence[str]) -> str:
+    """Several job ids as one ``JobId=`` value (``scontrol update`` takes a comma list)."""
+    ids = [check_job_id(j) for j in job_ids]
+    if not ids:
+        raise SlurmError("no job ids given")
+    return ",".join(ids)
 
 
 def check_comment(text: str) -> str:

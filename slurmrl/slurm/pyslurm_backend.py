@@ -9,7 +9,8 @@ a :class:`SlurmError` with the fix. Only pyslurm's documented API is used:
 a node are summed from the running jobs' layouts (see :meth:`PyslurmBackend._node`).
 Writes go through ``scontrol update`` (the CLI backend, with ``SLURM_CONF``
 set to the configured slurm.conf), which accepts every setting the daemon
-needs on every version.
+needs on every version. Both kinds of request are counted in the runner's
+statistics (``slurmrl_slurm_calls_total``): the RPCs under ``pyslurm ...``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from slurmrl.slurm.cli_backend import CliBackend
 from slurmrl.slurm.parse_gres import GpuRequest, GresItem, gpu_items, gpu_request, parse_index_list
 from slurmrl.slurm.parse_json import JOB_BASE_STATES, allocation, per_node_cpus, per_node_memory
 from slurmrl.slurm.parse_text import parse_hosts
+from slurmrl.slurm.run import timed
 from slurmrl.slurm.snapshot import SlurmJob, SlurmNode, Snapshot
 
 SUPPORTED = "25.11"
@@ -170,8 +172,10 @@ class PyslurmBackend:
 
     def snapshot(self) -> Snapshot:
         try:
-            jobs = self.pyslurm.Jobs.load()
-            nodes = self.pyslurm.Nodes.load()
+            with timed("pyslurm Jobs.load"):
+                jobs = self.pyslurm.Jobs.load()
+            with timed("pyslurm Nodes.load"):
+                nodes = self.pyslurm.Nodes.load()
         except Exception as exc:  # pyslurm.RPCError and friends: report, never a traceback
             raise SlurmError(f"pyslurm could not load jobs/nodes: {exc}", hint="is slurmctld up?") from None
         now = time.time()
@@ -250,6 +254,15 @@ class PyslurmBackend:
 
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._writer.set_required_nodes(job_id, nodelist)
+
+    def set_prefer(self, job_id: str, text: str) -> None:
+        self._writer.set_prefer(job_id, text)
+
+    def set_nice(self, job_id: str, value: int) -> None:
+        self._writer.set_nice(job_id, value)
+
+    def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
+        self._writer.update_many(job_ids, name, value)
 
     def set_admin_comment(self, job_id: str, text: str) -> None:
         self._writer.set_admin_comment(job_id, text)

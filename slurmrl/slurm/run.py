@@ -4,7 +4,8 @@ Every ``squeue``/``sinfo``/``scontrol`` call goes through :func:`call` so that
 (1) no shell ever sees job names or comments, (2) a failing controller is
 reported as one typed error the daemon can react to (back off when rate
 limited, alert when munge is broken) instead of as a stack of parse errors,
-and (3) the daemon can export how often and how slowly Slurm answered.
+and (3) the daemon can export how often and how slowly Slurm answered (requests
+made without a process, through pyslurm, are counted with :func:`timed`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from slurmrl.errors import SlurmError
@@ -177,11 +179,29 @@ def command_name(argv: Sequence[str]) -> str:
     return name
 
 
+@contextmanager
+def timed(label: str) -> Iterator[None]:
+    """Time and count a Slurm request made without a process (a pyslurm RPC, labelled
+    e.g. ``pyslurm Jobs.load``) in the same statistics as :func:`call`, so the
+    daemon's call metrics cover every backend; an exception counts as a failure."""
+    start = time.monotonic()
+    try:
+        yield
+    except BaseException:
+        _add(label, time.monotonic() - start, True)
+        raise
+    _add(label, time.monotonic() - start, False)
+
+
 def _count(seconds: float, *, failed: bool, argv: Sequence[str] = ()) -> None:
+    _add(command_name(argv), seconds, failed)
+
+
+def _add(label: str, seconds: float, failed: bool) -> None:
     with _LOCK:
         STATS.calls += 1
         STATS.seconds += seconds
-        one = STATS.by_command.setdefault(command_name(argv), CommandStats())
+        one = STATS.by_command.setdefault(label, CommandStats())
         one.calls += 1
         one.seconds += seconds
         if failed:

@@ -64,6 +64,15 @@ def running(job_id: str, node: str, gpus: Sequence[int], submit: float = 0.0) ->
     )
 
 
+# update_many field -> (SlurmJob attribute, value as the job shows it)
+_BATCH_FIELDS = {
+    "site_factor": ("site_factor", lambda v: v),
+    "nodes": ("required_nodes", lambda v: tuple(v or ())),
+    "prefer": ("prefer", lambda v: v or ""),
+    "admin_comment": ("admin_comment", lambda v: v or ""),
+}
+
+
 class FakeSlurm:
     def __init__(self, jobs: Sequence[SlurmJob] = (), now: float | None = None) -> None:
         self.cluster = small_cluster()
@@ -73,6 +82,7 @@ class FakeSlurm:
         self.now = now if now is not None else time.time()
         self.nice: dict[str, int] = {}  # job id -> nice, as sprio shows it
         self.explicit: set[str] = set()  # jobs whose priority an admin set by hand
+        self.name_features = False  # True: every node carries its own name as a feature
 
     # error injection
     def fail_next(self, method: str, exc: Exception, job_id: str | None = None) -> None:
@@ -113,6 +123,7 @@ class FakeSlurm:
                     gpus_used=(GresItem("v100", len(used), tuple(used)),) if used else (),
                     cpus=64,
                     memory_mb=256000,
+                    features=frozenset({node.name}) if self.name_features else frozenset(),
                 )
             )
         return Snapshot(self.now, "22.05.8", tuple(nodes), tuple(self.jobs.values()), self.cluster, "fake")
@@ -147,6 +158,27 @@ class FakeSlurm:
 
     def set_admin_comment(self, job_id: str, text: str) -> None:
         self._set("set_admin_comment", job_id, text, admin_comment=text)
+
+    def set_prefer(self, job_id: str, text: str) -> None:
+        self._set("set_prefer", job_id, text, prefer=text)
+
+    def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
+        """As ``scontrol update JobId=a,b,c``: every known id is updated, then the call fails
+        naming the unknown ones (src/scontrol/update_job.c goes on after a refused id)."""
+        from slurmrl.slurm.run import JobNotFound
+
+        self._maybe_fail("update_many")
+        self.calls.append(("update_many", ",".join(job_ids), (name, value)))
+        attr, conv = _BATCH_FIELDS[name]
+        bad = [j for j in job_ids if j not in self.jobs]
+        for jid in job_ids:
+            if jid in self.jobs:
+                self.jobs[jid] = replace(self.jobs[jid], **{attr: conv(value)})
+        if bad:
+            raise JobNotFound(
+                f"'scontrol update JobId={','.join(job_ids)}' failed (exit 1): "
+                f"Invalid job id specified for job {bad[-1]}"
+            )
 
     def set_nice(self, job_id: str, value: int) -> None:
         self._set("set_nice", job_id, value)

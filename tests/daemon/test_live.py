@@ -304,3 +304,45 @@ def test_bad_config_fails_fast_naming_keys(tmp_path: Path) -> None:
     ):
         assert needle in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_revert_batches_jobs_per_call(tmp_path: Path) -> None:
+    from slurmrl.slurm.run import STATS
+
+    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    jobs = [sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(20)]
+    cfg = make_config(tmp_path, max_changes_per_cycle=1000)
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    touched = [j for j in jobs if site(j) > 0]
+    assert len(touched) >= 15, touched
+    updates = STATS.by_command["scontrol update"]
+    before = updates.calls
+    out = d.revert()
+    assert out.remaining == 0
+    calls = updates.calls - before
+    assert calls < len(touched), (calls, len(touched))  # SiteFactor=0 and notes: a few list calls
+    assert [j for j in jobs if site(j) not in (0, -1) or "slurmrl:" in show(j)["AdminComment"]] == []
+    cancel(fill + jobs)
+
+
+def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
+    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    nice = sbatch("-N1", "--gres=gpu:8", "--nice=50")
+    other = sbatch("-N1", "--gres=gpu:8")
+    cfg = make_config(tmp_path, mode="priority", max_site_factor=100, priority_base=50_000)
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    fields = show(nice)
+    assert int(fields["Priority"]) >= 50_000 and fields["Nice"] == "0", fields  # Priority= cleared nice
+    d.revert()
+    fields = show(nice)
+    assert fields["Nice"] == "50" and int(fields["Priority"]) < 50_000, fields
+
+
+    def sprio_nice() -> list[str] | None:  # listed again once the released job is re-prioritised
+        out = subprocess.run(["sprio", "-h", "-j", nice, "-o", "%N"], capture_output=True, text=True, timeout=30)
+        return out.stdout.split() if out.returncode == 0 and out.stdout.strip() else None
+
+    assert wait_for(sprio_nice, 60, "sprio to list the released job") == ["50"]
+    cancel(fill + [nice, other])

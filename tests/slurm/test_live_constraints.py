@@ -153,3 +153,26 @@ def test_refused_pin_is_removed_once_and_not_set_again(tmp_path: Path) -> None:
     assert len(node_changes) == 2, node_changes  # the pin and its one removal
     daemon.revert()
     run("scancel", job, *fill)
+
+
+def test_prefer_pins_softly_where_nodes_carry_their_names(tmp_path: Path) -> None:
+    # Every node carries its own name as a feature here (see set_features): Prefer= can name nodes.
+    job = sbatch("-H", "-N1", "--gres=gpu:2", "--constraint=big")
+    cfg = replace(make_config(tmp_path), pin="prefer")
+    daemon = Daemon(cfg, Released(make_backend(cfg), {job}), metrics=DaemonMetrics())
+    assert daemon.backend.snapshot().pin_support.soft
+    assert daemon.cycle().error is None
+    fields = show(job)
+    chosen = fields.get("Prefer")
+    assert chosen in ("node03", "node04") and fields["ReqNodeList"] == "(null)", fields
+    assert f"prefer={chosen}" in run("scontrol", "show", "job", "-o", job).stdout  # the audit note
+    daemon.revert()
+    fields = show(job)
+    assert fields.get("Prefer") is None and fields["ReqNodeList"] == "(null)", fields
+    assert daemon.cycle().error is None  # pinned again, then released: it starts where preferred
+    assert show(job).get("Prefer") == chosen
+    assert run("scontrol", "release", job).returncode == 0
+    wait_for(lambda: show(job).get("JobState") == "RUNNING", 30, "the softly pinned job to start")
+    assert show(job)["NodeList"] == chosen
+    daemon.revert()
+    run("scancel", job)

@@ -131,7 +131,33 @@ def test_writes_use_configured_conf(fake, tmp_path: Path) -> None:
     backend = PyslurmBackend(conf=tmp_path / "slurm.conf")
     backend._writer._run = runner
     backend.set_site_factor("5", 10)
-    assert seen == [(["scontrol", "update", "JobId=5", "SiteFactor=10"], {"SLURM_CONF": str(tmp_path / "slurm.conf")})]
+    backend.set_nice("5", 50)
+    backend.set_prefer("5", "node01")
+    backend.update_many(["5", "6"], "site_factor", 0)
+    env = {"SLURM_CONF": str(tmp_path / "slurm.conf")}
+    assert seen == [
+        (["scontrol", "update", "JobId=5", "SiteFactor=10"], env),
+        (["scontrol", "update", "JobId=5", "Nice=50"], env),
+        (["scontrol", "update", "JobId=5", "Prefer=node01"], env),
+        (["scontrol", "update", "JobId=5,6", "SiteFactor=0"], env),
+    ]
+
+
+def test_pyslurm_loads_are_counted_with_the_runners_calls(fake) -> None:
+    from slurmrl.slurm.run import STATS
+
+    def calls(label: str) -> tuple[int, int]:
+        one = STATS.by_command.get(label)
+        return (one.calls, one.failures) if one else (0, 0)
+
+    before = calls("pyslurm Jobs.load"), calls("pyslurm Nodes.load")
+    _snapshot()
+    after = calls("pyslurm Jobs.load"), calls("pyslurm Nodes.load")
+    assert after == ((before[0][0] + 1, before[0][1]), (before[1][0] + 1, before[1][1]))
+    fake.Jobs.fail = True
+    with pytest.raises(SlurmError):
+        _snapshot()
+    assert calls("pyslurm Jobs.load") == (before[0][0] + 2, before[0][1] + 1)
 
 
 def test_load_failure_is_reported(fake) -> None:
