@@ -1,0 +1,219 @@
+"""The daemon with an Operator-only Slurm account, against the local test cluster.
+
+``contrib/testcluster`` runs slurmdbd and gives the Unix user ``slurmrl-op``
+AdminLevel=Operator. Slurm lets an Operator set SiteFactor and ReqNodeList on
+other users' jobs (``validate_operator``) but AdminComment needs Administrator
+(``validate_super_user``), both read from slurmctld's cached accounting data.
+Every Slurm command of the daemon runs as that user here (wrappers on PATH
+call ``runuser``), on jobs root submitted: the cycle must still order and
+place, skip its notes with one warning, and revert cleanly.
+
+Run with ``eval "$(contrib/testcluster/testcluster env)"; pytest -m slurm tests/daemon``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.loop import Daemon, make_backend
+from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.slurm.snapshot import Snapshot
+
+pytestmark = pytest.mark.slurm
+OPERATOR = "slurmrl-op"  # made by contrib/testcluster (AdminLevel=Operator)
+ACCOUNT = f"slurmrl-o{os.getpid()}"
+FILL = f"{ACCOUNT}-fill"
+WRAPPED = ("scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
+# The test's own reads and writes run as root through the real binaries.
+REAL = {name: shutil.which(name) or name for name in (*WRAPPED, "sbatch", "scancel")}
+SUBMITTED: list[str] = []
+
+
+def slurm(name: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([REAL[name], *args], capture_output=True, text=True, timeout=30, check=check)
+
+
+def sbatch(*args: str, account: str = ACCOUNT) -> str:
+    out = slurm(
+        "sbatch",
+        "--parsable",
+        "--chdir=/tmp",
+        "--output=/dev/null",
+        f"--account={account}",
+        f"--job-name={ACCOUNT}",
+        *args,
+        "--wrap",
+        "sleep 600",
+    )
+    assert out.returncode == 0, out.stderr
+    jid = out.stdout.strip().split(";")[0]
+    SUBMITTED.append(jid)
+    return jid
+
+
+def show(jid: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in slurm("scontrol", "show", "job", jid).stdout.splitlines():
+        if line.strip().startswith("AdminComment="):  # free text on a line of its own
+            fields["AdminComment"] = line.strip()[len("AdminComment=") :].strip()
+            continue
+        fields.update(re.findall(r"(\w+)=(\S*)", line))
+    fields.setdefault("AdminComment", "")
+    return fields
+
+
+def site(jid: str) -> int:
+    """The job's SiteFactor as sprio shows it; -1 when sprio does not list it (held, not pending)."""
+    out = slurm("sprio", "-h", "-j", jid, "-o", "%S")
+    words = out.stdout.split()
+    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else -1
+
+
+def state(jid: str) -> str:
+    return show(jid).get("JobState", "")
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup():
+    yield
+    if SUBMITTED:
+        slurm("scancel", *SUBMITTED)
+
+
+@pytest.fixture
+def as_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """PATH wrappers that run every Slurm client as the Operator user; returns their folder."""
+    try:
+        pwd.getpwnam(OPERATOR)
+    except KeyError:
+        pytest.fail(f"Unix user {OPERATOR} is missing: run 'contrib/testcluster/testcluster start'")
+    level = slurm("sacctmgr", "-n", "-P", "show", "user", OPERATOR, "format=AdminLevel").stdout.strip()
+    assert level == "Operator", f"{OPERATOR} has AdminLevel {level!r}; run 'testcluster start' (slurmdbd)"
+    bindir = tmp_path / "operator-bin"
+    bindir.mkdir()
+    for name in WRAPPED:
+        wrapper = bindir / name
+        wrapper.write_text(f'#!/bin/sh\nexec runuser -u {OPERATOR} -- {REAL[name]} "$@"\n')
+        wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return bindir
+
+
+class Unheld:
+    """Reads the queue with chosen held jobs shown as waiting on resources; writes go to Slurm."""
+
+    def __init__(self, inner, ids: set[str]) -> None:
+        self.inner, self.ids = inner, ids
+
+    def snapshot(self) -> Snapshot:
+        snap = self.inner.snapshot()
+        jobs = tuple(
+            replace(j, held=False, reason="Resources") if j.job_id in self.ids else j for j in snap.jobs
+        )
+        return replace(snap, jobs=jobs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def config(tmp: Path) -> DaemonConfig:
+    return DaemonConfig(
+        policy="qssf",
+        placement="topology",
+        interval=1.0,
+        state_file=str(tmp / "state.json"),
+        audit_log=str(tmp / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=2.0,
+        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
+        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
+    )
+
+
+def write_toml(path: Path, cfg: DaemonConfig) -> None:
+    path.write_text(
+        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
+        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
+        "backoff_initial = 1\nbackoff_max = 2\n"
+        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
+        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
+    )
+
+
+def test_an_operator_account_orders_and_places_without_notes(
+    tmp_path: Path, as_operator: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad).
+    layout = {"node01": [2, 4, 2], "node02": [4], "node03": [8], "node04": [8]}
+    fill = [
+        sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, c in layout.items() for n in c
+    ]
+    wait_for(lambda: all(state(j) == "RUNNING" for j in fill), 60, "filler jobs to run")
+    slurm("scancel", fill[1])
+    wait_for(lambda: state(fill[1]) in ("CANCELLED", ""), 30, "the middle filler to end")
+    short = sbatch("-N1", "--gres=gpu:8", "-t", "5")  # qssf ranks it first: top site factor
+    placed = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")  # held: pinned before it can start
+    long = sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    wait_for(lambda: state(short) == "PENDING" and state(long) == "PENDING", 20, "jobs to queue")
+
+    cfg = config(tmp_path)
+    caplog.set_level(logging.WARNING)
+    d = Daemon(cfg, Unheld(make_backend(cfg), {placed}), metrics=DaemonMetrics())
+    try:
+        first = d.cycle()
+        assert first.error is None
+        assert site(short) == 1000 and site(long) == 0  # ordering landed as the Operator
+        assert show(placed)["ReqNodeList"] == "node02"  # the pin landed too
+        assert all(show(j)["AdminComment"] in ("", "(null)") for j in (short, placed, long))
+        assert not d.notes
+        assert d.cycle().error is None  # a second cycle: still moving, no second warning
+    finally:
+        d.close()
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert len([r for r in audit if r["kind"] == "notes_off"]) == 1
+    warnings = [r for r in caplog.records if "notes off" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+
+    cfg_path = tmp_path / "daemon.toml"
+    write_toml(cfg_path, cfg)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from slurmrl.cli import main; main()",
+            "daemon",
+            "revert",
+            "--config",
+            str(cfg_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert site(short) == 0 and site(long) == 0
+    assert show(placed)["ReqNodeList"] == "(null)"
+    assert json.loads((tmp_path / "state.json").read_text())["jobs"] == {}
+    slurm("scancel", *fill, short, placed, long)
