@@ -231,7 +231,8 @@ class EasyBackfill(OrderedScheduler):
         refused = self._refused if reuse else set()
         self._refused, self._reuse_key = refused, key
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
-        top: list[int] = []  # top[k]: free GPUs on the k nodes with most, while nothing started
+        top: list[int] = []  # top[k]: free GPUs on the k nodes with most of them (empty: to recount)
+        top_out: list[int] = []  # the same for ``outside``
         shadow = math.inf
         starts: list[Start] = []
         place = self.placement.place
@@ -248,17 +249,21 @@ class EasyBackfill(OrderedScheduler):
             if gpus > free:
                 refused.add(job_id)
                 continue
-            if outside is None:
-                # The reservation is only worth computing once some job could
-                # use it: not while the nodes a job may span cannot hold it
-                # (NodeBound's condition, on the pool and so on any part of it).
+            # No placement can use more than the free GPUs on the k nodes with
+            # most (k = the nodes the job may span): NodeBound's condition, on
+            # the pool and so on any part of it. Checked on counts first, it
+            # spares the reservation while no job could use it and the
+            # placement call for most candidates under load.
+            k = None  # index into the top counts; None: not checked (a GPU type narrows the nodes)
+            if not job.gpu_type:
                 if not top:
                     top = _top_counts(pool)
-                if not job.gpu_type:
-                    k = job.max_nodes(now)
-                    if gpus > top[-1 if k is None or k >= len(top) else k]:
-                        refused.add(job_id)
-                        continue
+                k = job.max_nodes(now)
+                k = -1 if k is None or k >= len(top) else k
+                if gpus > top[k]:
+                    refused.add(job_id)
+                    continue
+            if outside is None:
                 if self._reserved_key != key:
                     self._reserved = self.reservation(view, pool, head)
                     self._reserved_key = key
@@ -270,16 +275,20 @@ class EasyBackfill(OrderedScheduler):
             if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
                 placement = place(job, pool, view)
             elif gpus <= outside.total_free:
-                placement = place(job, outside, view)
+                if k is not None and not top_out:
+                    top_out = _top_counts(outside)
+                placement = None if k is not None and gpus > top_out[k] else place(job, outside, view)
             else:
                 placement = None
             if placement is None:
                 refused.add(job_id)
                 continue
             pool.allocate(placement)
+            top = []  # the pool's counts changed
             taken = _free_part(placement, outside)
             if taken is not None:
                 outside.allocate(taken)
+                top_out = []
             starts.append(Start(job_id, placement))
             self.on_start(job, placement)
         # NaN when no job could use the reservation, so it was never computed.

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy import make_placement, make_policy
-from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, limit_of
+from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, _top_counts, limit_of
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
@@ -200,3 +200,17 @@ def test_backfill_skips_the_reservation_only_when_no_candidate_could_fit() -> No
     decisions = policy.decide(view)
     assert [s.job_id for s in decisions.starts] == ["spread"]
     assert decisions.info["shadow_time"] == 100.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(busy_views(), st.sampled_from(PLACEMENTS))
+def test_candidates_refused_on_top_counts_are_ones_placements_refuse(
+    case: tuple[ClusterView, JobView], placement: str
+) -> None:
+    """Backfill refuses a candidate asking more than the k fullest-free nodes hold without asking the placement."""
+    view, job = case
+    top = _top_counts(view.pool)
+    k = job.max_nodes(view.now)
+    k = -1 if k is None or k >= len(top) else k
+    if job.gpus > top[k]:
+        assert make_placement(placement).place(job, view.pool, view) is None
