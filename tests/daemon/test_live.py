@@ -133,13 +133,27 @@ def write_toml(path: Path, cfg: DaemonConfig) -> None:
 
 
 def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
-    """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node."""
-    ids = [
-        sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL)
-        for node, counts in layout.items()
-        for n in counts
-    ]
-    wait_for(lambda: all(state(j) == "RUNNING" for j in ids), 60, "filler jobs to run")
+    """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node.
+
+    A filler that ends before it runs is submitted again: after slurmctld loses its state it
+    hands out job ids again, and a slurmd refuses the credential of an id it saw revoked.
+    """
+    wanted = [(node, n) for node, counts in layout.items() for n in counts]
+    ids = [sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, n in wanted]
+
+    def running() -> bool:
+        for k, (node, n) in enumerate(wanted):
+            if state(ids[k]) in ("", "FAILED", "COMPLETED", "CANCELLED", "NODE_FAIL", "BOOT_FAIL"):
+                ids[k] = sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL)
+        return all(state(j) == "RUNNING" for j in ids)
+
+    try:
+        wait_for(running, 60, "filler jobs to run")
+    except BaseException:
+        queue = subprocess.run(["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30)
+        nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30)
+        print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
+        raise
     return ids
 
 
@@ -244,18 +258,20 @@ def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Pat
         text=True,
     )
     try:
+        # The factor and the note are separate updates, each recorded before it is sent.
         wait_for(lambda: site(a) == 1000, 30, "the daemon's first changes")
-        assert show(a)["AdminComment"].startswith("ticket 7 | slurmrl: sf=1000")
+        wait_for(lambda: show(a)["AdminComment"].startswith("ticket 7 | slurmrl: sf=1000"), 30, "the note")
         before = len(cycles())
         subprocess.run(
             [str(TESTCLUSTER), "restart-controller", "--kill"], check=True, timeout=90, capture_output=True
         )
         wait_for(lambda: [c for c in cycles()[before:] if c.get("ok")], 45, "a good cycle after the restart")
         assert proc.poll() is None  # still running
-        # slurmctld recovers its last saved state: jobs from before that save (cancelled since) can
-        # come back. Cancel every job of this module that is not one of this test's own.
+        # slurmctld recovers its last saved state: jobs from before that save (cancelled since, by
+        # this or an earlier test module) can come back. Cancel every job that is not this test's.
         keep = {a, b, *fill}
-        cancel([j for j in dict.fromkeys(SUBMITTED) if j not in keep and state(j) in ("PENDING", "RUNNING")])
+        queued = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30)
+        cancel([j for j in queued.stdout.split() if j not in keep])
         if state(a) == "":
             # Killed before its periodic state save, slurmctld forgot the recent jobs (as after a
             # real crash): the daemon must drop them from its record. Queue new ones to revert.
@@ -339,10 +355,11 @@ def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
     fields = show(nice)
     assert fields["Nice"] == "50" and int(fields["Priority"]) < 50_000, fields
 
-
-    def sprio_nice() -> list[str] | None:  # listed again once the released job is re-prioritised
+    def sprio_nice() -> list[str] | None:
+        """The job's nice once sprio lists it again; until then sprio says it finds no such job."""
         out = subprocess.run(["sprio", "-h", "-j", nice, "-o", "%N"], capture_output=True, text=True, timeout=30)
-        return out.stdout.split() if out.returncode == 0 and out.stdout.strip() else None
+        words = out.stdout.split()
+        return words if out.returncode == 0 and words and "Unable" not in words else None
 
     assert wait_for(sprio_nice, 60, "sprio to list the released job") == ["50"]
     cancel(fill + [nice, other])
