@@ -8,8 +8,10 @@ fails the build instead of hiding.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +20,25 @@ import pytest
 
 from slurmrl.slurm.snapshot import Snapshot
 
-RECORDED_22_05 = Path(__file__).resolve().parent / "slurm" / "fixtures" / "v22.05"
+TESTS = Path(__file__).resolve().parent
+RECORDED_22_05 = TESTS / "slurm" / "fixtures" / "v22.05"
+
+
+def _share(name: str, path: Path) -> None:
+    """Make a helper module beside the tests importable by ``name``.
+
+    The suite imports test files by path (``--import-mode=importlib``), so
+    helpers are not on ``sys.path``; each is loaded once, here.
+    """
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+
+
+_share("live_slurm", TESTS / "live_slurm.py")  # helpers of the tests against the local cluster
+_share("fake_slurm", TESTS / "daemon" / "fake_slurm.py")  # a fake controller for the daemon tests
 
 
 def slurm_cluster_up() -> bool:

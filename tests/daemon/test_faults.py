@@ -1,8 +1,8 @@
 """Faults against the local Slurm 22.05 test cluster: SIGKILL mid-batch, SIGHUP, a second daemon,
 a user's -w/-x, an admin's SiteFactor. Each test is bounded in time and cancels its jobs.
 
-The test cluster runs no slurmdbd, so no Operator-only account can exist there; that path is
-covered with a fake Slurm that answers PermissionDenied on AdminComment (test_safety.py).
+The Operator-only account has its own live test (test_operator_live.py); the fake Slurm of
+test_safety.py covers the same path at every point of a batch.
 """
 
 from __future__ import annotations

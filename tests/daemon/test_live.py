@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
+import live_slurm  # loaded by tests/conftest.py
 import pytest
+from live_slurm import SUBMITTED, Released, cancel, show, site, state, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
-from slurmrl.slurm.snapshot import Snapshot
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -32,75 +31,15 @@ ACCOUNT = f"slurmrl-d{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 
 
-SUBMITTED: list[str] = []
-
-
 def sbatch(*args: str, account: str = ACCOUNT) -> str:
-    out = subprocess.run(
-        [
-            "sbatch",
-            "--parsable",
-            "--chdir=/tmp",
-            "--output=/dev/null",
-            f"--account={account}",
-            f"--job-name={ACCOUNT}",
-            *args,
-            "--wrap",
-            "sleep 600",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    jid = out.stdout.strip().split(";")[0]
-    SUBMITTED.append(jid)
-    return jid
-
-
-def show(jid: str) -> dict[str, str]:
-    out = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True, timeout=30)
-    fields: dict[str, str] = {}
-    for line in out.stdout.splitlines():
-        if line.strip().startswith("AdminComment="):  # free text on a line of its own
-            fields["AdminComment"] = line.strip()[len("AdminComment=") :].strip()
-            continue
-        fields.update(re.findall(r"(\w+)=(\S*)", line))
-    fields.setdefault("AdminComment", "")
-    return fields
-
-
-def site(jid: str) -> int:
-    """The job's SiteFactor as sprio shows it; -1 when sprio does not list it (not pending)."""
-    out = subprocess.run(["sprio", "-h", "-j", jid, "-o", "%S"], capture_output=True, text=True, timeout=30)
-    words = out.stdout.split()
-    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else -1
-
-
-def wait_for(pred, timeout: float, what: str, step: float = 0.5):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(step)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-
-
-def state(jid: str) -> str:
-    return show(jid).get("JobState", "")
-
-
-def cancel(ids: list[str]) -> None:
-    if ids:
-        subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
-        wait_for(lambda: all(state(j) in ("CANCELLED", "COMPLETED", "") for j in ids), 30, "jobs to end")
+    return live_slurm.sbatch(*args, account=account)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
-    subprocess.run(["scancel", *SUBMITTED], capture_output=True, timeout=30) if SUBMITTED else None
+    if SUBMITTED:
+        live_slurm.slurm("scancel", *SUBMITTED)
     # The controller-crash test can leave GPUs counted as used (see testcluster heal).
     time.sleep(2)
     subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
@@ -157,23 +96,6 @@ def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
     return ids
 
 
-class Unheld:
-    """Reads the queue with chosen jobs shown as released; every write goes to Slurm itself."""
-
-    def __init__(self, inner, ids: set[str]) -> None:
-        self.inner, self.ids = inner, ids
-
-    def snapshot(self) -> Snapshot:
-        snap = self.inner.snapshot()
-        jobs = tuple(
-            replace(j, held=False, reason="Resources") if j.job_id in self.ids else j for j in snap.jobs
-        )
-        return replace(snap, jobs=jobs)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-
 def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:
     # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad).
     fill = fill_nodes({"node01": [2, 4, 2], "node02": [4], "node03": [8], "node04": [8]})
@@ -181,7 +103,7 @@ def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) 
     cancel([middle])
     job = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")
     cfg = make_config(tmp_path, policy="fifo-backfill")
-    backend = Unheld(make_backend(cfg), {job})
+    backend = Released(make_backend(cfg), {job})
     snap = backend.snapshot()
     node01 = next(n for n in snap.nodes if n.name == "node01")
     assert node01.used_indices == (0, 1, 6, 7)  # the scattered free GPUs were built as intended

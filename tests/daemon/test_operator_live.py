@@ -17,82 +17,27 @@ import json
 import logging
 import os
 import pwd
-import re
-import shutil
 import subprocess
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
+import live_slurm  # loaded by tests/conftest.py; its commands keep to the real binaries
 import pytest
+from live_slurm import REAL, SUBMITTED, Released, show, site, slurm, state, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
-from slurmrl.slurm.snapshot import Snapshot
 
 pytestmark = pytest.mark.slurm
 OPERATOR = "slurmrl-op"  # made by contrib/testcluster (AdminLevel=Operator)
 ACCOUNT = f"slurmrl-o{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 WRAPPED = ("scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
-# The test's own reads and writes run as root through the real binaries.
-REAL = {name: shutil.which(name) or name for name in (*WRAPPED, "sbatch", "scancel")}
-SUBMITTED: list[str] = []
-
-
-def slurm(name: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
-    return subprocess.run([REAL[name], *args], capture_output=True, text=True, timeout=30, check=check)
 
 
 def sbatch(*args: str, account: str = ACCOUNT) -> str:
-    out = slurm(
-        "sbatch",
-        "--parsable",
-        "--chdir=/tmp",
-        "--output=/dev/null",
-        f"--account={account}",
-        f"--job-name={ACCOUNT}",
-        *args,
-        "--wrap",
-        "sleep 600",
-    )
-    assert out.returncode == 0, out.stderr
-    jid = out.stdout.strip().split(";")[0]
-    SUBMITTED.append(jid)
-    return jid
-
-
-def show(jid: str) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    for line in slurm("scontrol", "show", "job", jid).stdout.splitlines():
-        if line.strip().startswith("AdminComment="):  # free text on a line of its own
-            fields["AdminComment"] = line.strip()[len("AdminComment=") :].strip()
-            continue
-        fields.update(re.findall(r"(\w+)=(\S*)", line))
-    fields.setdefault("AdminComment", "")
-    return fields
-
-
-def site(jid: str) -> int:
-    """The job's SiteFactor as sprio shows it; -1 when sprio does not list it (held, not pending)."""
-    out = slurm("sprio", "-h", "-j", jid, "-o", "%S")
-    words = out.stdout.split()
-    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else -1
-
-
-def state(jid: str) -> str:
-    return show(jid).get("JobState", "")
-
-
-def wait_for(pred, timeout: float, what: str) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+    return live_slurm.sbatch(*args, account=account)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -119,23 +64,6 @@ def as_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     return bindir
-
-
-class Unheld:
-    """Reads the queue with chosen held jobs shown as waiting on resources; writes go to Slurm."""
-
-    def __init__(self, inner, ids: set[str]) -> None:
-        self.inner, self.ids = inner, ids
-
-    def snapshot(self) -> Snapshot:
-        snap = self.inner.snapshot()
-        jobs = tuple(
-            replace(j, held=False, reason="Resources") if j.job_id in self.ids else j for j in snap.jobs
-        )
-        return replace(snap, jobs=jobs)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
 
 
 def config(tmp: Path) -> DaemonConfig:
@@ -180,7 +108,7 @@ def test_an_operator_account_orders_and_places_without_notes(
 
     cfg = config(tmp_path)
     caplog.set_level(logging.WARNING)
-    d = Daemon(cfg, Unheld(make_backend(cfg), {placed}), metrics=DaemonMetrics())
+    d = Daemon(cfg, Released(make_backend(cfg), {placed}), metrics=DaemonMetrics())
     try:
         first = d.cycle()
         assert first.error is None

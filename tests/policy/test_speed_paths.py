@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +61,20 @@ def busy_views(draw: st.DrawFn) -> tuple[ClusterView, JobView]:
     return ClusterView(30.0, cluster, pool.readonly(), (head,), tuple(running), ()), head
 
 
+def assert_same_reservation(
+    shadow: float, mask: np.ndarray | None, plain: tuple[float, Placement | None], pool: GpuPool
+) -> None:
+    """The fast reservation equals the plain scan's: same shadow time, same GPUs withheld."""
+    want, found = plain
+    assert shadow == want
+    if found is None:
+        assert mask is None
+    else:
+        assert mask is not None
+        got = {(int(n), int(g)) for n, g in zip(*mask.nonzero(), strict=True)}
+        assert got == {(a.node, g) for a in found.allocs for g in a.gpus if pool.free[a.node, g]}
+
+
 def plain_reservation(view: ClusterView, head: JobView, placement: str) -> tuple[float, Placement | None]:
     """Release jobs group by group in limit order and try the head after every group."""
     place = make_placement(placement).place
@@ -88,14 +103,7 @@ def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], p
     policy = EasyBackfill("t", FifoOrdering(), make_placement(placement))
     policy.before_pass(view)
     shadow, mask = policy.reservation(view, view.pool.copy(), head)
-    want, found = plain_reservation(view, head, placement)
-    assert shadow == want
-    if found is None:
-        assert mask is None
-    else:
-        assert mask is not None
-        got = {(int(n), int(g)) for n, g in zip(*mask.nonzero(), strict=True)}
-        assert got == {(a.node, g) for a in found.allocs for g in a.gpus if view.pool.free[a.node, g]}
+    assert_same_reservation(shadow, mask, plain_reservation(view, head, placement), view.pool)
 
 
 @settings(max_examples=150, deadline=None)
@@ -171,14 +179,7 @@ def test_reservation_with_starts_in_the_pass_matches_the_plain_scan(
             started.append(JobView(job.job_id, job.gpus, 30.0, time_limit=job.time_limit, start_time=30.0, placement=p))
     shadow, mask = policy.reservation(view, pool, head)
     after = ClusterView(30.0, view.cluster, pool.readonly(), (head,), (*view.running, *started), ())
-    want, found = plain_reservation(after, head, placement)
-    assert shadow == want
-    if found is None:
-        assert mask is None
-    else:
-        assert mask is not None
-        got = {(int(n), int(g)) for n, g in zip(*mask.nonzero(), strict=True)}
-        assert got == {(a.node, g) for a in found.allocs for g in a.gpus if pool.free[a.node, g]}
+    assert_same_reservation(shadow, mask, plain_reservation(after, head, placement), pool)
 
 
 def test_backfill_skips_the_reservation_only_when_no_candidate_could_fit() -> None:

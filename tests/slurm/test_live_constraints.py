@@ -11,53 +11,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
 
+import live_slurm  # loaded by tests/conftest.py
 import pytest
+from live_slurm import SUBMITTED, Released, show, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
-from slurmrl.slurm.snapshot import Snapshot
 
 pytestmark = pytest.mark.slurm
 ACCOUNT = f"slurmrl-c{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 FEATURES = {"node01": "fast", "node02": "fast", "node03": "big", "node04": "big"}
-SUBMITTED: list[str] = []
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+run = live_slurm.slurm
 
 
 def sbatch(*args: str, account: str = ACCOUNT) -> str:
-    out = run(
-        "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", f"--account={account}",
-        f"--job-name={account}", *args, "--wrap", "sleep 600",
-    )
-    assert out.returncode == 0, out.stderr
-    jid = out.stdout.strip().split(";")[0]
-    SUBMITTED.append(jid)
-    return jid
-
-
-def show(jid: str) -> dict[str, str]:
-    return dict(re.findall(r"(\w+)=(\S*)", run("scontrol", "show", "job", "-o", jid).stdout))
-
-
-def wait_for(pred, timeout: float, what: str):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+    return live_slurm.sbatch(*args, account=account)
 
 
 def set_features(clear: bool = False) -> None:
@@ -76,29 +52,6 @@ def features():
     if SUBMITTED:
         run("scancel", *SUBMITTED)
     set_features(clear=True)
-
-
-class Released:
-    """Reads the queue with chosen held jobs shown as released (and, where asked, their
-    ``--constraint`` hidden, as a reader that cannot see it would); writes go to Slurm."""
-
-    def __init__(self, inner, ids: set[str], hide_constraint: bool = False) -> None:
-        self.inner, self.ids, self.hide = inner, ids, hide_constraint
-
-    def snapshot(self) -> Snapshot:
-        snap = self.inner.snapshot()
-        jobs = []
-        for j in snap.jobs:
-            if j.job_id in self.ids:
-                if j.held and j.reason in ("JobHeldUser", "JobHeldAdmin"):
-                    j = replace(j, held=False, reason="Resources")
-                if self.hide:
-                    j = replace(j, constraint="")
-            jobs.append(j)
-        return replace(snap, jobs=tuple(jobs))
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
 
 
 def make_config(tmp: Path) -> DaemonConfig:

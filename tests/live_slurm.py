@@ -1,0 +1,105 @@
+"""Helpers of the tests that run against the local Slurm test cluster (marked ``slurm``).
+
+Commands are resolved to their binaries once, at import: a test may put
+wrappers first on PATH (to act as another Slurm user) while its own reads
+and writes keep going to the real binaries.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import replace
+
+import pytest
+
+from slurmrl.slurm.snapshot import Snapshot
+
+BINARIES = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
+REAL = {name: shutil.which(name) or name for name in BINARIES}
+# Every job the live tests submitted, for the modules' clean-up.
+SUBMITTED: list[str] = []
+
+
+def slurm(name: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([REAL.get(name, name), *args], capture_output=True, text=True, timeout=30)
+
+
+def sbatch(*args: str, account: str) -> str:
+    """Submit a 10-minute sleep under ``account``; the job id."""
+    out = slurm(
+        "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", f"--account={account}",
+        f"--job-name={account}", *args, "--wrap", "sleep 600",
+    )
+    assert out.returncode == 0, out.stderr
+    jid = out.stdout.strip().split(";")[0]
+    SUBMITTED.append(jid)
+    return jid
+
+
+def show(jid: str) -> dict[str, str]:
+    """``scontrol show job`` as a dict; AdminComment is free text on a line of its own."""
+    fields: dict[str, str] = {}
+    for line in slurm("scontrol", "show", "job", jid).stdout.splitlines():
+        if line.strip().startswith("AdminComment="):
+            fields["AdminComment"] = line.strip()[len("AdminComment=") :].strip()
+            continue
+        fields.update(re.findall(r"(\w+)=(\S*)", line))
+    fields.setdefault("AdminComment", "")
+    return fields
+
+
+def site(jid: str) -> int:
+    """The job's SiteFactor as sprio shows it; -1 when sprio does not list it (held, not pending)."""
+    out = slurm("sprio", "-h", "-j", jid, "-o", "%S")
+    words = out.stdout.split()
+    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else -1
+
+
+def state(jid: str) -> str:
+    return show(jid).get("JobState", "")
+
+
+def wait_for(pred, timeout: float, what: str, step: float = 0.5):
+    """``pred()``'s first true value within ``timeout`` seconds, else a test failure naming ``what``."""
+    end = time.time() + timeout
+    while time.time() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(step)
+    pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def cancel(ids: list[str]) -> None:
+    if ids:
+        slurm("scancel", *ids)
+        wait_for(lambda: all(state(j) in ("CANCELLED", "COMPLETED", "") for j in ids), 30, "jobs to end")
+
+
+class Released:
+    """Reads the queue with chosen held jobs shown as waiting on resources (and, where asked,
+    their ``--constraint`` hidden, as a reader that cannot see it would); writes go to Slurm.
+
+    Holding a job keeps Slurm from starting it before the daemon has placed it.
+    """
+
+    def __init__(self, inner, ids: set[str], hide_constraint: bool = False) -> None:
+        self.inner, self.ids, self.hide = inner, ids, hide_constraint
+
+    def snapshot(self) -> Snapshot:
+        snap = self.inner.snapshot()
+        jobs = []
+        for j in snap.jobs:
+            if j.job_id in self.ids:
+                if j.held and j.reason in ("JobHeldUser", "JobHeldAdmin"):
+                    j = replace(j, held=False, reason="Resources")
+                if self.hide:
+                    j = replace(j, constraint="")
+            jobs.append(j)
+        return replace(snap, jobs=tuple(jobs))
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
