@@ -5,6 +5,10 @@ dark themes, so every figure is vector SVG embedded in the page, on a
 transparent background, with text as real ``<text>`` elements in a mid gray
 (which the stylesheet may recolour) and mid-tone series colours that keep
 their contrast on white and on near-black.
+
+Live runs (replayed on a real Slurm cluster) take the colour of their
+simulated twin and are drawn dashed (lines) or hatched (bars), so each
+policy's measured and simulated figures sit side by side in one hue.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from slurmrl.report.fidelity import twin_of  # noqa: E402
 from slurmrl.report.runs import Run, Scenario  # noqa: E402
 from slurmrl.sim.metrics import per_group  # noqa: E402
 from slurmrl.sim.records import Sample  # noqa: E402
@@ -46,6 +51,8 @@ LINK_NAMES = ("NVLink", "PCIe", "same switch", "cross-rack")  # LinkTier values 
 LINK_COLORS = ("#22a35a", "#14a3b8", "#c99a0e", "#e0457b")
 MAX_GROUPS = 12  # fairness plot: the busiest VCs/users only, so bars stay legible
 TIME_BINS = 200
+LIVE_DASH = (0, (4, 2))  # line style of live runs
+LIVE_HATCH = "////"  # bar hatch of live runs
 
 _STYLE = {
     "svg.fonttype": "none",
@@ -70,7 +77,16 @@ _STYLE = {
 
 
 def colors_for(runs: Sequence[Run]) -> dict[str, str]:
-    return {run.label: PALETTE[i % len(PALETTE)] for i, run in enumerate(runs)}
+    """A palette colour per label; a live run shares its simulated twin's, or takes the next free one."""
+    colors = {run.label: PALETTE[i % len(PALETTE)] for i, run in enumerate(r for r in runs if not r.live)}
+    for run in (r for r in runs if r.live):
+        twin = twin_of(run, runs)
+        colors[run.label] = colors[twin.label] if twin is not None else PALETTE[len(colors) % len(PALETTE)]
+    return colors
+
+
+def _line_style(run: Run) -> object:
+    return LIVE_DASH if run.live else "solid"
 
 
 def _to_svg(fig: Figure, ident: str) -> str:
@@ -142,6 +158,7 @@ def jct_cdf(scenario: Scenario, colors: dict[str, str], ident: str = "jct-cdf") 
                 color=colors[run.label],
                 label=run.label,
                 linewidth=1.6,
+                linestyle=_line_style(run),
             )
         _log_hours_axis(ax, spans)
         ax.set_xlabel("job completion time [hours, log scale]")
@@ -171,19 +188,26 @@ def _log_hours_axis(ax: plt.Axes, spans: Sequence[float]) -> None:
     ax.xaxis.set_minor_formatter(FuncFormatter(_two_and_five) if narrow else NullFormatter())
 
 
+def _bar_style(run: Run, color: str) -> dict[str, object]:
+    """Solid bars for simulated runs; live ones hatched in the same hue over a pale fill."""
+    if not run.live:
+        return {"color": color}
+    return {"facecolor": color + "55", "edgecolor": color, "hatch": LIVE_HATCH, "linewidth": 0.8}
+
+
 def _grouped_bars(
-    ax: plt.Axes, groups: Sequence[str], series: Sequence[tuple[str, str, Sequence[float]]]
+    ax: plt.Axes, groups: Sequence[str], series: Sequence[tuple[Run, str, Sequence[float]]]
 ) -> None:
     n = max(len(series), 1)
     width = 0.8 / n
     x = np.arange(len(groups))
-    for i, (label, color, values) in enumerate(series):
+    for i, (run, color, values) in enumerate(series):
         ax.bar(
             x - 0.4 + width * (i + 0.5),
             np.nan_to_num(np.asarray(values, dtype=float), nan=0.0),
             width=width,
-            color=color,
-            label=label,
+            label=run.label,
+            **_bar_style(run, color),
         )
     ax.set_xticks(x, groups)
     ax.grid(axis="x", visible=False)
@@ -200,7 +224,7 @@ def wait_by_gpus(scenario: Scenario, colors: dict[str, str], ident: str = "wait-
     def draw(fig: Figure, axes: np.ndarray) -> None:
         ax = axes[0]
         series = [
-            (run.label, colors[run.label], [stats[run.label].get(g, math.nan) / 3600.0 for g in groups])
+            (run, colors[run.label], [stats[run.label].get(g, math.nan) / 3600.0 for g in groups])
             for run in scenario.runs
         ]
         _grouped_bars(ax, groups, series)
@@ -243,16 +267,15 @@ def over_time(scenario: Scenario, colors: dict[str, str], ident: str = "over-tim
     def draw(fig: Figure, axes: np.ndarray) -> None:
         top, bottom = axes
         for run in runs:
-            c = colors[run.label]
-            top.plot(
-                hours,
-                _binned(run.results.samples, "pending_jobs", edges),
-                color=c,
-                label=run.label,
-                linewidth=1.3,
-            )
+            style = {
+                "color": colors[run.label],
+                "label": run.label,
+                "linewidth": 1.3,
+                "linestyle": _line_style(run),
+            }
+            top.plot(hours, _binned(run.results.samples, "pending_jobs", edges), **style)
             busy = _binned(run.results.samples, "busy_gpus", edges)
-            bottom.plot(hours, busy / total if total else busy, color=c, label=run.label, linewidth=1.3)
+            bottom.plot(hours, busy / total if total else busy, **style)
         top.set_ylabel("pending jobs [jobs]")
         bottom.set_ylabel("GPU utilization [fraction]" if total else "busy GPUs [GPUs]")
         if total:
@@ -311,7 +334,7 @@ def fairness(scenario: Scenario, colors: dict[str, str], ident: str = "fairness"
     def draw(fig: Figure, axes: np.ndarray) -> None:
         ax = axes[0]
         series = [
-            (run.label, colors[run.label], [stats[run.label].get(g, math.nan) for g in groups])
+            (run, colors[run.label], [stats[run.label].get(g, math.nan) for g in groups])
             for run in scenario.runs
         ]
         _grouped_bars(ax, groups, series)

@@ -18,8 +18,9 @@ import jinja2
 import slurmrl
 from slurmrl.errors import SlurmrlError
 from slurmrl.report import plots
-from slurmrl.report.cards import Card, find_cards
-from slurmrl.report.runs import Scenario, load_scenarios
+from slurmrl.report.cards import Card, find_cards, markdown_to_html
+from slurmrl.report.fidelity import build_fidelity, fidelity_markdown, has_live_runs
+from slurmrl.report.runs import Run, Scenario, load_scenarios
 from slurmrl.report.site_files import read_asset, site_dir
 from slurmrl.report.table import METRICS, build_table
 
@@ -55,6 +56,26 @@ def _best_jct(scenario: Scenario) -> str:
     pool = [r for r in scenario.runs if r.deployable] or list(scenario.runs)
     scored = [(r.results.summary.avg_jct, r.label) for r in pool if math.isfinite(r.results.summary.avg_jct)]
     return min(scored)[1] if scored else "–"
+
+
+def _fidelity_html(scenario: Scenario) -> str | None:
+    """The fidelity table as sanitised HTML from the same Markdown the text form shares; None without live runs."""
+    if not has_live_runs(scenario):
+        return None
+    return markdown_to_html(fidelity_markdown(build_fidelity(scenario)))
+
+
+def live_note(run: Run) -> str:
+    """Tooltip of a live run's badge: the Slurm version and replay speed-up its metadata records."""
+    meta = dict(run.results.meta)
+    parts = ["measured on a live Slurm cluster"]
+    if meta.get("slurm_version"):
+        parts.append(f"Slurm {meta['slurm_version']}")
+    speedup = meta.get("speedup")
+    if isinstance(speedup, (int, float)) and not isinstance(speedup, bool) and math.isfinite(speedup):
+        parts.append(f"trace replayed {speedup:g}x faster")
+    parts.append("slurmrl daemon in the loop" if run.daemon else "Slurm scheduling on its own")
+    return "; ".join(parts)
 
 
 def _write(path: Path, text: str) -> None:
@@ -143,6 +164,8 @@ def _scenario_html(env: jinja2.Environment, common: dict, nav: dict, page: Scena
         time_bins=plots.TIME_BINS,
         has_oracle=any(not r.deployable for r in sc.runs),
         has_deployable=any(r.deployable for r in sc.runs),
+        fidelity_html=_fidelity_html(sc),
+        live_notes={r.label: live_note(r) for r in sc.runs if r.live},
     )
 
 
