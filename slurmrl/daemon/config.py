@@ -62,6 +62,11 @@ class DaemonConfig:
     log_level: str = "info"
     backoff_initial: float = 5.0
     backoff_max: float = 300.0
+    # Trace seconds per wall second, for replays of compressed traces
+    # (``slurmrl replay``): the policy sees every time multiplied by it, so a
+    # policy trained on trace time reads a compressed queue as the trace's.
+    # 1 on a production controller.
+    time_scale: float = 1.0
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     source: str = ""  # the file it was read from
@@ -135,6 +140,7 @@ TOP: dict[str, tuple[str, _Check]] = {
     "log_level": ("str", _one_of(LOG_LEVELS)),
     "backoff_initial": ("float", _positive),
     "backoff_max": ("float", _positive),
+    "time_scale": ("float", _positive),
 }
 SCOPE: dict[str, tuple[str, _Check]] = {
     "partitions": ("strs", _ok),

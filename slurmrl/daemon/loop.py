@@ -36,6 +36,7 @@ from slurmrl.daemon.plan import Change, CyclePlan, plan_cycle, restore_changes
 from slurmrl.daemon.reconcile import adopt_notes, settle_unsure
 from slurmrl.daemon.record import Record
 from slurmrl.daemon.scope import build_view, scoped_pending
+from slurmrl.daemon.timescale import scale_view, unscale_decisions
 from slurmrl.errors import PolicyError, SlurmError, SlurmrlError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import Decisions
@@ -163,9 +164,9 @@ class Daemon:
     ) -> tuple[CyclePlan, Decisions, float]:
         """Policy and planning for one snapshot, without sending anything."""
         scoped = scoped_pending(snapshot, self.config.scope)
-        view = build_view(snapshot, scoped, self.config.scope)
+        view = scale_view(build_view(snapshot, scoped, self.config.scope), self.config.time_scale)
         t0 = time.perf_counter()
-        decisions = self.policy.decide(view)
+        decisions = unscale_decisions(self.policy.decide(view), self.config.time_scale)
         policy_seconds = time.perf_counter() - t0
         plan = plan_cycle(
             snapshot, decisions, scoped, self.record, self.config, self.clock(),

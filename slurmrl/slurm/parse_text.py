@@ -228,6 +228,8 @@ def _job(pairs: list[tuple[str, str]]) -> SlurmJob:
         reason="" if reason == "None" else reason,
         submit_time=parse_timestamp(f.get("SubmitTime", "")) or 0.0,
         start_time=parse_timestamp(f.get("StartTime", "")) if state != "PENDING" else None,
+        end_time=parse_timestamp(f.get("EndTime", "")) if state != "PENDING" else None,
+        restarts=_int(f.get("Restarts", "")) or 0,
         time_limit=parse_duration(f.get("TimeLimit", "")), priority=priority, num_nodes=num_nodes,
         required_nodes=parse_hosts(f.get("ReqNodeList", "")), nodes=nodes, gpus=request,
         gpu_alloc=allocation(nodes, detail, request) if nodes else (),

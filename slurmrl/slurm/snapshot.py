@@ -93,6 +93,8 @@ class SlurmJob:
     reason: str = ""
     submit_time: float = 0.0
     start_time: float | None = None
+    end_time: float | None = None  # ended jobs (and a running job's limit-based end, as Slurm shows it)
+    restarts: int = 0  # times Slurm requeued the job
     time_limit: float | None = None  # seconds; None = unlimited or not set
     priority: int | None = None
     site_factor: int | None = None

@@ -1,0 +1,1 @@
+"""Replays of trace windows on a live Slurm cluster (``slurmrl replay``)."""
