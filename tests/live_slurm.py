@@ -73,10 +73,45 @@ def wait_for(pred, timeout: float, what: str, step: float = 0.5):
     pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
 
 
+def node_gpus() -> dict[str, int]:
+    """GPUs per node of the running cluster (partition ``gpu``), in node order.
+
+    Read from the cluster, not the spec, so the contention tests fill every
+    node of whatever spec the cluster was started with.
+    """
+    out = slurm("sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %G")
+    assert out.returncode == 0, out.stderr
+    gpus: dict[str, int] = {}
+    for line in out.stdout.splitlines():
+        name, _, gres = line.partition(" ")
+        count = re.search(r"gpu(?::[^:(,]+)?:(\d+)", gres)
+        gpus[name] = int(count.group(1)) if count else 0
+    assert gpus, "sinfo lists no node in partition gpu"
+    return dict(sorted(gpus.items()))
+
+
+def every_node(**overrides: list[int]) -> dict[str, list[int]]:
+    """A filler layout holding every GPU of every node, except the nodes named here.
+
+    ``every_node(node02=[4])``: one 4-GPU filler on node02, one whole-node filler
+    on each other node. Keys keep node order, so fillers come out in that order.
+    """
+    layout = {name: [n] for name, n in node_gpus().items() if n}
+    unknown = set(overrides) - set(layout)
+    assert not unknown, f"no GPU node named {sorted(unknown)} in the running cluster"
+    return {name: overrides.get(name, counts) for name, counts in layout.items()}
+
+
+# States of a job that has ended ("": slurmctld no longer knows the id). FAILED is one: after
+# slurmctld loses its state it hands out the same ids again, and a slurmd refuses the credential
+# of an id it saw revoked, so an id a test holds can name a new job that failed at once.
+ENDED = ("", "CANCELLED", "COMPLETED", "FAILED", "NODE_FAIL", "BOOT_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE")
+
+
 def cancel(ids: list[str]) -> None:
     if ids:
         slurm("scancel", *ids)
-        wait_for(lambda: all(state(j) in ("CANCELLED", "COMPLETED", "") for j in ids), 30, "jobs to end")
+        wait_for(lambda: all(state(j) in ENDED for j in ids), 30, "jobs to end")
 
 
 class Released:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,13 +96,17 @@ def test_same_cluster_as_testcluster_configs(tmp_path: Path, spec_text: str | No
 
 def test_shared_v22_fixtures_load() -> None:
     cluster = load_cluster(str(SHARED_CONF))
-    # Recorded from the test cluster's default spec (tests/slurm/fixtures/README.md).
+    # Recorded from the test cluster's 4-node spec of the time (tests/slurm/fixtures/README.md).
     assert cluster.describe() == "testcluster: 2 racks, 4 nodes, 32 GPUs (v100)"
     assert [(r.name, r.nodes) for r in cluster.racks] == [("rack1", (0, 1)), ("rack2", (2, 3))]
     assert all(n.islands == (0, 0, 0, 0, 1, 1, 1, 1) for n in cluster.nodes)
-    spec = REPO / "contrib" / "testcluster" / "cluster.toml"
-    if spec.is_file():
-        assert cluster == load_cluster(str(spec))
+    # The default spec grew to 2 racks x 4 nodes; its nodes are the recorded ones, twice over.
+    spec = load_cluster(str(REPO / "contrib" / "testcluster" / "cluster.toml"))
+    assert spec.describe() == "testcluster: 2 racks, 8 nodes, 64 GPUs (v100)"
+    assert [(r.name, r.nodes) for r in spec.racks] == [("rack1", (0, 1, 2, 3)), ("rack2", (4, 5, 6, 7))]
+    assert [n.name for n in spec.nodes] == [f"node{i:02d}" for i in range(1, 9)]
+    recorded = cluster.nodes[0]
+    assert all(replace(n, name="node01", index=0, rack=0) == recorded for n in spec.nodes)
 
 
 def test_no_topology_puts_nodes_in_unassigned(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_fixture_spec(tmp_path: Path) -> None:
 def test_testcluster_default_spec_loads() -> None:
     spec = REPO / "contrib" / "testcluster" / "cluster.toml"
     c = load_cluster(str(spec))
-    assert c.describe() == "testcluster: 2 racks, 4 nodes, 32 GPUs (v100)"
+    assert c.describe() == "testcluster: 2 racks, 8 nodes, 64 GPUs (v100)"
 
 
 def test_counted_nodes_are_numbered_across_racks(tmp_path: Path) -> None:

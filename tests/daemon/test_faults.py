@@ -50,7 +50,7 @@ def clean(jid: str) -> bool:
 
 
 def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: Path) -> None:
-    fill = live.fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = live.fill_nodes(live.every_node())
     jobs = [live.sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(24)]
     cfg = live.make_config(tmp_path)
     cfg_path = tmp_path / "daemon.toml"
@@ -78,7 +78,7 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
 
 
 def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path) -> None:
-    fill = live.fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = live.fill_nodes(live.every_node())
     a = live.sbatch("-N1", "--gres=gpu:8", "-t", "5")
     b = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")
     cfg = live.make_config(tmp_path)
@@ -115,7 +115,7 @@ def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path
 
 def test_users_nodelists_and_an_admins_site_factor_survive(tmp_path: Path) -> None:
     # Only node02 has free GPUs (4), and the -x job excludes it: nothing here can start.
-    fill = live.fill_nodes({"node01": [8], "node02": [4], "node03": [8], "node04": [8]})
+    fill = live.fill_nodes(live.every_node(node02=[4]))
     asked = live.sbatch("-N1", "--gres=gpu:8", "-t", "5", "-w", "node03")  # waits for its own node
     excluded = live.sbatch("-N1", "--gres=gpu:4", "-t", "6", "-x", "node02")
     admin = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")

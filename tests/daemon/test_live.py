@@ -18,7 +18,7 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, Released, cancel, show, site, state, wait_for
+from live_slurm import SUBMITTED, Released, cancel, every_node, show, site, state, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
@@ -97,8 +97,9 @@ def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
 
 
 def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:
-    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad).
-    fill = fill_nodes({"node01": [2, 4, 2], "node02": [4], "node03": [8], "node04": [8]})
+    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad);
+    # every other node is full.
+    fill = fill_nodes(every_node(node01=[2, 4, 2], node02=[4]))
     middle = fill[1]
     cancel([middle])
     job = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")
@@ -123,7 +124,7 @@ def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) 
 
 
 def test_ordering_dry_run_scope_and_start_order(tmp_path: Path) -> None:
-    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = fill_nodes(every_node())
     long_job = sbatch("-N1", "--gres=gpu:8", "-t", "120")
     short_job = sbatch("-N1", "--gres=gpu:8", "-t", "10")  # submitted later; qssf ranks it first
     debug_job = sbatch("-N1", "--gres=gpu:8", "-t", "5", "-p", "debug")
@@ -159,7 +160,7 @@ def test_ordering_dry_run_scope_and_start_order(tmp_path: Path) -> None:
 
 
 def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Path) -> None:
-    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = fill_nodes(every_node())
     a = sbatch("-N1", "--gres=gpu:8", "-t", "5")  # ranked first: gets the top site factor
     b = sbatch("-N1", "--gres=gpu:8", "-t", "60")
     subprocess.run(["scontrol", "update", f"JobId={a}", "AdminComment=ticket 7"], check=True, timeout=30)
@@ -203,7 +204,7 @@ def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Pat
                 "the vanished job to leave the record",
             )
             cancel([j for j in fill if state(j) in ("PENDING", "RUNNING")])
-            fill += fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+            fill += fill_nodes(every_node())
             a = sbatch("-N1", "--gres=gpu:8", "-t", "5")
             b = sbatch("-N1", "--gres=gpu:8", "-t", "60")
             subprocess.run(
@@ -247,7 +248,7 @@ def test_bad_config_fails_fast_naming_keys(tmp_path: Path) -> None:
 def test_revert_batches_jobs_per_call(tmp_path: Path) -> None:
     from slurmrl.slurm.run import STATS
 
-    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = fill_nodes(every_node())
     jobs = [sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(20)]
     cfg = make_config(tmp_path, max_changes_per_cycle=1000)
     d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
@@ -265,7 +266,7 @@ def test_revert_batches_jobs_per_call(tmp_path: Path) -> None:
 
 
 def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
-    fill = fill_nodes({"node01": [8], "node02": [8], "node03": [8], "node04": [8]})
+    fill = fill_nodes(every_node())
     nice = sbatch("-N1", "--gres=gpu:8", "--nice=50")
     other = sbatch("-N1", "--gres=gpu:8")
     cfg = make_config(tmp_path, mode="priority", max_site_factor=100, priority_base=50_000)

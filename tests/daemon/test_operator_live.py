@@ -23,7 +23,7 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py; its commands keep to the real binaries
 import pytest
-from live_slurm import REAL, SUBMITTED, Released, show, site, slurm, state, wait_for
+from live_slurm import REAL, SUBMITTED, Released, every_node, show, site, slurm, state, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
@@ -93,8 +93,9 @@ def write_toml(path: Path, cfg: DaemonConfig) -> None:
 def test_an_operator_account_orders_and_places_without_notes(
     tmp_path: Path, as_operator: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad).
-    layout = {"node01": [2, 4, 2], "node02": [4], "node03": [8], "node04": [8]}
+    # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad);
+    # every other node is full.
+    layout = every_node(node01=[2, 4, 2], node02=[4])
     fill = [
         sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, c in layout.items() for n in c
     ]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from live_slurm import node_gpus  # loaded by tests/conftest.py
 
 from slurmrl.cli import main
 from slurmrl.slurm.cli_backend import CliBackend
@@ -73,7 +74,9 @@ def jobs():
         else:
             pytest.fail(f"jobs did not start within 90 s: {states}")
         # Submitted last: with PriorityWeightJobSize it would otherwise take the whole cluster first.
-        ids["big"] = _sbatch(f"--job-name={tag}-big", "-N4", "--gpus-per-node=8", "--wrap", "sleep 300")
+        # Every node, whole: it waits for the jobs above wherever they run.
+        nodes = len(node_gpus())
+        ids["big"] = _sbatch(f"--job-name={tag}-big", f"-N{nodes}", "--gpus-per-node=8", "--wrap", "sleep 300")
         time.sleep(3)
         yield ids
     finally:
@@ -107,7 +110,8 @@ def test_snapshot_matches_scontrol(jobs: dict[str, str], mode: str) -> None:
     held, dep, big = by_id[jobs["held"]], by_id[jobs["dep"]], by_id[jobs["big"]]
     assert held.held and held.gpus.total == 2 and not held.eligible
     assert dep.reason == "Dependency" and dep.gpus.total == 1
-    assert big.is_pending and (big.gpus.total, big.gpus.per_node, big.num_nodes) == (32, 8, 4)
+    nodes = len(node_gpus())
+    assert big.is_pending and (big.gpus.total, big.gpus.per_node, big.num_nodes) == (8 * nodes, 8, nodes)
     assert by_id[jobs["quoted"]].name == QUOTED and by_id[jobs["quoted"]].model == "bert"
     view = snap.to_view()
     pending_ids = [j.job_id for j in view.pending]

@@ -1,8 +1,8 @@
 """Placement limits end to end, on the local Slurm test cluster (contrib/testcluster).
 
 Run with ``eval "$(contrib/testcluster/testcluster env)"; pytest -m slurm tests/slurm``.
-Nodes get features for the duration (node01/02 ``fast``, node03/04 ``big``),
-cleared at the end; jobs carry a private account (the daemon's scope) and
+Nodes get features for the duration (node01/02 ``fast``, node03/04 ``big``,
+every node its own name), cleared at the end; jobs carry a private account (the daemon's scope) and
 are cancelled at the end. Jobs are submitted held so that Slurm does not
 start them before the daemon decides; the daemon reads them as released.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, Released, show, wait_for
+from live_slurm import SUBMITTED, Released, node_gpus, show, wait_for
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.daemon.loop import Daemon, make_backend
@@ -37,8 +37,10 @@ def sbatch(*args: str, account: str = ACCOUNT) -> str:
 
 
 def set_features(clear: bool = False) -> None:
-    for node, feat in FEATURES.items():
-        value = "" if clear else f"{feat},{node}"
+    """FEATURES, plus each node's own name on every node of the cluster (what Prefer= pins need)."""
+    for node in node_gpus():
+        feat = FEATURES.get(node)
+        value = "" if clear else (f"{feat},{node}" if feat else node)
         out = run("scontrol", "update", f"NodeName={node}", f"AvailableFeatures={value}", f"ActiveFeatures={value}")
         assert out.returncode == 0, out.stderr
 
