@@ -18,7 +18,7 @@ from slurmrl.slurm.snapshot import SlurmJob, SlurmNode, Snapshot
 
 
 def small_cluster():
-    """2 racks x 2 nodes x 8 GPUs in NVLink quads (as the local test cluster)."""
+    """2 racks x 2 nodes x 8 GPUs in NVLink quads (half the local test cluster: small enough to fill by hand)."""
 
     def spec(name: str) -> NodeSpec:
         return NodeSpec(name, 8, "v100", islands_for("nvlink:4", 8), 64, 256000)
