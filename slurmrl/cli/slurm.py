@@ -7,11 +7,16 @@ shown as one line through :class:`click.ClickException`, never a traceback.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from slurmrl.errors import SlurmrlError
+
+if TYPE_CHECKING:
+    from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 
 def _backend(name: str, conf: str | None, mode: str = "json"):
@@ -90,7 +95,13 @@ def cluster() -> None:
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the TOML spec here instead of printing it.")
 def from_slurm(conf: str | None, out: str | None) -> None:
-    """Write the TOML cluster spec of a Slurm cluster or of its config files."""
+    """Write the TOML cluster spec of a Slurm cluster or of its config files.
+
+    The spec carries the cluster's scheduler settings (priority weights,
+    fair-share, backfill options) in a ``[scheduler]`` table, so that
+    ``simulate --policy slurm --cluster SPEC`` runs the site's own scheduler;
+    the settings read are shown on stderr when the spec goes to stdout.
+    """
     from slurmrl.cluster.toml_spec import cluster_to_toml
 
     try:
@@ -100,11 +111,25 @@ def from_slurm(conf: str | None, out: str | None) -> None:
             built = load_slurm_cluster(conf)
         else:
             built = _backend("cli", None).snapshot().cluster
+            built = replace(built, scheduler=_live_scheduler())
     except SlurmrlError as exc:
         raise click.ClickException(exc.format()) from None
     text = cluster_to_toml(built)
+    settings = f"scheduler: {built.scheduler.describe()}" if built.scheduler is not None else ""
     if out:
         Path(out).write_text(text)
         click.echo(f"wrote {out}: {built.describe()}")
+        if settings:
+            click.echo(settings)
     else:
         click.echo(text, nl=False)
+        if settings:
+            click.echo(settings, err=True)
+
+
+def _live_scheduler() -> SchedulerSettings:
+    """The running controller's scheduler settings, from ``scontrol show config``."""
+    from slurmrl.slurm.run import call
+    from slurmrl.slurm.scheduler_conf import settings_from_show_config
+
+    return settings_from_show_config(call(["scontrol", "show", "config"]).stdout)

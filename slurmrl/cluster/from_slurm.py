@@ -13,6 +13,10 @@ drives, so the model is read from the files Slurm itself reads:
   go to a final rack named ``unassigned``. Within a rack, nodes keep their
   ``slurm.conf`` order.
 
+The scheduling settings (priority weights, fair-share, backfill options) come
+along as :attr:`Cluster.scheduler`, so the simulator's ``slurm`` policy runs
+the site's own scheduler (:mod:`slurmrl.slurm.scheduler_conf`).
+
 ``gres.conf`` and ``topology.conf`` are looked up next to ``slurm.conf``, which
 is where slurmctld and slurmd read them; either may be missing. Every problem
 found (a node in two switches, GPU counts that disagree between files) is
@@ -22,6 +26,7 @@ reported in one error.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from slurmrl.cluster.builders import NodeSpec, assemble, default_islands, normalize_islands
@@ -36,6 +41,7 @@ from slurmrl.slurm.conf import (
     parse_topology_conf,
     read_slurm_conf,
 )
+from slurmrl.slurm.scheduler_conf import scheduler_settings
 
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 UNASSIGNED_RACK = "unassigned"
@@ -68,7 +74,8 @@ def load_slurm_cluster(target: str | Path | None = None) -> Cluster:
     topo_path = path.parent / "topology.conf"
     if topo_path.is_file():
         topology = parse_topology_conf(_read(topo_path), str(topo_path))
-    return cluster_from_conf(conf, gres, topology, default_name=path.parent.name or "slurm")
+    built = cluster_from_conf(conf, gres, topology, default_name=path.parent.name or "slurm")
+    return replace(built, scheduler=scheduler_settings(conf))
 
 
 def _read(path: Path) -> str:

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 
 class LinkTier(IntEnum):
@@ -99,6 +102,10 @@ class Cluster:
     name: str
     racks: tuple[Rack, ...]
     nodes: tuple[Node, ...]
+    # The site's Slurm scheduler settings when the cluster was read from its
+    # slurm.conf or from a spec written from one; the simulator's ``slurm``
+    # policy runs with them. Not part of the hardware: equality ignores it.
+    scheduler: SchedulerSettings | None = field(default=None, compare=False, repr=False)
     # Derived lookup tables, filled in __post_init__.
     node_index: dict[str, int] = field(init=False, repr=False, compare=False)
     node_rack: np.ndarray = field(init=False, repr=False, compare=False)

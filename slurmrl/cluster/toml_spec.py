@@ -12,7 +12,10 @@ most specific winning. Names may start with a digit (machine ids in Alibaba
 lists do), ``cpus``/``memory_mb`` may be 0 for "unknown" (trace machine lists
 rarely give them), and a node may give ``islands = [...]`` when no ``intra``
 string describes its NVLink layout; :func:`cluster_to_toml` only writes
-``islands`` when it must.
+``islands`` when it must. An optional ``[scheduler]`` table holds a Slurm
+cluster's scheduling keys as slurm.conf spells them (``PriorityWeightAge``,
+``SchedulerParameters``...); ``slurmrl cluster from-slurm`` writes it and the
+simulator's ``slurm`` policy runs with it.
 
 Validation collects every problem before failing, because fixing a spec one
 error per run is slow.
@@ -25,12 +28,14 @@ import json
 import re
 import tomllib
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from slurmrl.cluster.builders import NodeSpec, assemble
 from slurmrl.cluster.model import Cluster, islands_for
 from slurmrl.errors import SpecError
+from slurmrl.slurm.scheduler_conf import SchedulerSettings, settings_from_mapping
 
 # Built-in defaults of contrib/testcluster/testcluster's load_spec; keep in step.
 BUILTIN_DEFAULTS: dict[str, Any] = {
@@ -41,7 +46,7 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
     "memory_mb": 256000,
 }
 NODE_FIELDS = ("gpus", "gpu_type", "intra", "cpus", "memory_mb")
-TOP_KEYS = ("name", "defaults", "racks", "nodes", "slurm")
+TOP_KEYS = ("name", "defaults", "racks", "nodes", "slurm", "scheduler")
 RACK_KEYS = ("name", "nodes")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -125,6 +130,7 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         name = default_name
     if "slurm" in raw and not isinstance(raw["slurm"], dict):
         check.add("slurm", "must be a table (options for contrib/testcluster only)")
+    scheduler = _scheduler(raw.get("scheduler"), where, check)
     defaults = dict(BUILTIN_DEFAULTS)
     defaults.update(check.fields(raw.get("defaults", {}), "defaults", allow_islands=False))
     overrides = raw.get("nodes", {})
@@ -217,7 +223,22 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         count = len(check.problems)
         listing = "\n".join(f"  - {p}" for p in check.problems)
         raise SpecError(f"{count} problem{'s' if count > 1 else ''} in cluster spec:\n{listing}", file=where)
-    return assemble(name.strip(), racks)
+    cluster = assemble(name.strip(), racks)
+    return cluster if scheduler is None else replace(cluster, scheduler=scheduler)
+
+
+def _scheduler(table: Any, where: str, check: _Checker) -> SchedulerSettings | None:
+    """The optional ``[scheduler]`` table: slurm.conf scheduling keys (see slurmrl.slurm.scheduler_conf)."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        check.add("scheduler", "must be a table of slurm.conf keys, e.g. PriorityWeightAge = 1000")
+        return None
+    try:
+        return settings_from_mapping(table, where)
+    except SpecError as exc:
+        check.add(exc.column or "scheduler", exc.message)
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -300,4 +321,8 @@ def cluster_to_toml(cluster: Cluster) -> str:
                 diff["intra"] = intra
         if diff:
             lines += ["", f"[nodes.{_key(node.name)}]"] + [f"{k} = {_value(v)}" for k, v in diff.items()]
+    if cluster.scheduler is not None:
+        lines += ["", "# The cluster's Slurm scheduler settings (slurm.conf keys); the slurm policy runs with them.",
+                  "[scheduler]"]
+        lines += [f"{k} = {_str(v)}" for k, v in cluster.scheduler.as_conf().items()]
     return "\n".join(lines) + "\n"

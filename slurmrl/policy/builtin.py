@@ -27,7 +27,7 @@ register_policy(
 )
 register_policy(
     "slurm", "slurmrl.policy.ordering.multifactor:make_slurm",
-    "stock Slurm: multifactor priority (age, size, fair-share) with EASY backfill",
+    "stock Slurm: multifactor priority (age, size, Fair Tree) with Slurm's backfill; a cluster's own settings when it has them",
     default_placement="first-fit",
 )
 register_policy(

@@ -102,8 +102,10 @@ def stock_policy(slurm_conf: str, speedup: float):
     """The simulator's ``slurm`` policy with the live cluster's scheduler settings, on trace time."""
     from slurmrl.policy.ordering.multifactor import make_slurm
     from slurmrl.policy.registry import make_placement
+    from slurmrl.slurm.scheduler_conf import read_scheduler_settings
 
-    return make_slurm(make_placement(STOCK_TWIN_PLACEMENT))
+    settings = read_scheduler_settings(slurm_conf).time_scaled(speedup)
+    return make_slurm(make_placement(STOCK_TWIN_PLACEMENT), settings=settings)
 
 
 def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, version: str, wall: float) -> RunOutput:

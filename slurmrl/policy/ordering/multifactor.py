@@ -1,16 +1,19 @@
-"""An emulation of stock Slurm: priority/multifactor ranking plus EASY backfill.
+"""An emulation of Slurm's priority/multifactor ordering and sched/backfill.
 
-Priority = W_age * age + W_size * size + W_fs * fairshare, each factor in
-[0, 1], as documented for priority/multifactor
+Priority = W_age * age + W_size * size + W_fs * fairshare + W_partition,
+each factor in [0, 1], as documented for priority/multifactor
 (https://slurm.schedmd.com/priority_multifactor.html):
 
 * age = min(1, time queued / PriorityMaxAge);
 * job size = GPUs asked / GPUs in the cluster (PriorityFavorSmall=NO, the
   default, favours large jobs; YES uses 1 - that ratio);
-* fair-share, the classic formula F = 2^(-U/S) (PriorityFlags=NO_FAIR_TREE):
-  U is the account's share of all decayed usage (GPU-seconds, halved every
-  PriorityDecayHalfLife), S its normalized shares, equal for every account
-  seen so far. The account is the job's group (VC/partition) or its user.
+* fair-share from usage in GPU-seconds, halved every PriorityDecayHalfLife:
+  Fair Tree (the default since Slurm 19.05, :mod:`slurmrl.policy.fairtree`)
+  ranks (account, user) associations, account = the job's group (VC); under
+  PriorityFlags=NO_FAIR_TREE the classic formula F = 2^(-U/S), U the
+  account's share of all decayed usage and S its normalized shares, equal
+  for every account seen so far (the account is the group, or the user);
+* partition: every job runs in one partition, so its factor is 1 for all.
 
 Slurm recomputes priorities every PriorityCalcPeriod, not at every pass; a
 job arriving in between gets its priority at submission from the current
@@ -18,11 +21,39 @@ usage. Between recomputations the ranking is kept sorted incrementally, which
 is also what makes this ordering cheap on deep queues. Ties go to the earlier
 submit time, then the job id, as Slurm's queue sort does.
 
-Slurm's own default for every PriorityWeight* is 0 (slurm.conf(5)), which
-makes multifactor a plain FIFO; the defaults below are the site-typical
-weights of the configuration example in the multifactor documentation
-(age 1000, fair-share 10000, job size 1000), so fair-share dominates, as it
-does on most shared GPU clusters.
+:func:`make_slurm` runs a cluster's own settings
+(:class:`slurmrl.slurm.scheduler_conf.SchedulerSettings`): given ones, else
+those the cluster carries (a cluster read from a slurm.conf, or from a spec
+``slurmrl cluster from-slurm`` wrote), read on the first pass. Slurm's own
+default for every PriorityWeight* is 0 and its default PriorityType
+(priority/basic) orders by submit time, a plain FIFO; without any settings
+the policy uses :data:`SITE_TYPICAL` instead: the weights of the
+configuration example in the multifactor documentation (age 1000, fair-share
+10000, job size 1000), so fair-share dominates, as it does on most shared
+GPU clusters, with Slurm's defaults for everything else. Backfill is
+Slurm's (:mod:`slurmrl.policy.slurm_backfill`); SchedulerType=sched/builtin
+turns it off.
+
+What still differs from a real slurmctld:
+
+* no QOS: the QOS factor is 0 (its weight is read but adds nothing), no QOS
+  limits or preemption, no TRES-weighted job size or usage (GPUs stand for
+  both), no partitions beyond one with PriorityJobFactor 1, no nice values,
+  no association limits (GrpTRES, MaxJobs);
+* the fair-share tree is root -> group -> user with equal shares: the
+  simulator has no sacctmgr share settings;
+* priorities (age included) are recomputed every PriorityCalcPeriod only,
+  and a job submitted in between is ranked with the factors of the last
+  calculation, as Slurm does; usage is charged from the simulator's
+  starts and ends rather than from slurmdbd's hourly rollups;
+* the main scheduler runs at every submit and end, none of
+  sched_interval/default_queue_depth/defer; backfill runs only at a
+  decision at least bf_interval after the previous one, and knows no
+  bf_continue, bf_max_job_user/part, bf_min_age_reserve or bf_busy_nodes;
+* node choice is the placement policy's (first-fit by default), not
+  select/cons_tres's; backfill reservations hold GPUs, not whole nodes;
+* no preemption, requeue, job arrays, dependencies, reservations or
+  heterogeneous jobs.
 """
 
 from __future__ import annotations
@@ -33,10 +64,13 @@ from operator import attrgetter
 
 import numpy as np
 
-from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.fairtree import fair_tree_factors
+from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.ranking import Ranked, Ranking
+from slurmrl.policy.slurm_backfill import SlurmBackfill
 from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 DAY = 86400.0
 
@@ -50,7 +84,34 @@ class MultifactorConfig:
     decay_half_life: float = 7 * DAY  # PriorityDecayHalfLife default 7-00:00:00 (slurm.conf(5))
     calc_period: float = 300.0  # PriorityCalcPeriod default 5 minutes (slurm.conf(5))
     favor_small: bool = False  # PriorityFavorSmall default NO (slurm.conf(5))
-    fairshare_by: str = "group"  # "group" (VC/account) or "user"
+    fairshare_by: str = "group"  # classic formula's account: "group" (VC/account) or "user"
+    fair_tree: bool = False  # Fair Tree on (group, user) associations instead of the classic formula
+    weight_partition: float = 0.0  # Slurm default 0; one partition: a constant for every job
+
+    @classmethod
+    def from_settings(cls, settings: SchedulerSettings) -> MultifactorConfig:
+        return cls(
+            weight_age=float(settings.weight_age),
+            weight_job_size=float(settings.weight_job_size),
+            weight_fairshare=float(settings.weight_fairshare),
+            max_age=settings.max_age,
+            decay_half_life=settings.decay_half_life,
+            calc_period=settings.calc_period,
+            favor_small=settings.favor_small,
+            fair_tree=settings.fair_tree,
+            weight_partition=float(settings.weight_partition),
+        )
+
+
+# Site-typical weights (see the module docstring) with Slurm's defaults for the rest.
+SITE_TYPICAL = SchedulerSettings(
+    priority_type="priority/multifactor", weight_age=1000, weight_job_size=1000, weight_fairshare=10000,
+)
+_ASSOC = "\x1f"  # joins group and user into one association key under Fair Tree
+
+
+def _association(job: JobView) -> str:
+    return f"{job.group}{_ASSOC}{job.user}"
 
 
 class _FairshareTable(dict[str, float]):
@@ -65,7 +126,7 @@ class MultifactorOrdering:
         self.config = config or MultifactorConfig()
         if self.config.fairshare_by not in ("group", "user"):
             raise ValueError(f"fairshare_by must be 'group' or 'user', not {self.config.fairshare_by!r}")
-        self._account = attrgetter(self.config.fairshare_by)
+        self._account = _association if self.config.fair_tree else attrgetter(self.config.fairshare_by)
         self._ranking = Ranking(self._columns, self._keys, width=2)
         self._usage: dict[str, float] = {}  # decayed GPU-seconds per account, as of _usage_time
         self._usage_time: float | None = None
@@ -121,7 +182,7 @@ class MultifactorOrdering:
         cfg, now = self.config, view.now
         last = self._usage_time
         if last is not None and now > last:
-            decay = 0.5 ** ((now - last) / cfg.decay_half_life)
+            decay = 0.5 ** ((now - last) / cfg.decay_half_life) if cfg.decay_half_life > 0 else 1.0
             for acct in self._usage:
                 self._usage[acct] *= decay
             for acct, gpus in self._running_gpus.items():
@@ -132,14 +193,28 @@ class MultifactorOrdering:
         self._fresh.clear()
         for acct in (*self._usage, *self._running_gpus):
             self._account_number(acct)
+        table = self._fair_tree() if cfg.fair_tree else self._classic()
+        self.fairshare = table
+        self._fs = np.fromiter(table.values(), dtype=float, count=len(table))
+
+    def _classic(self) -> _FairshareTable:
+        """F = 2^(-U/S) per account (classic_fair_share.html)."""
         total = sum(self._usage.values())
         shares = 1.0 / max(1, len(self._accounts))
         table = _FairshareTable()
         for acct in self._accounts:
             used = self._usage.get(acct, 0.0) / total if total > 0 else 0.0
             table[acct] = 2.0 ** (-used / shares)
-        self.fairshare = table
-        self._fs = np.fromiter(table.values(), dtype=float, count=len(table))
+        return table
+
+    def _fair_tree(self) -> _FairshareTable:
+        """Fair Tree's rank-based factor per (group, user) association."""
+        usage = {tuple(a.split(_ASSOC, 1)): self._usage.get(a, 0.0) for a in self._accounts}
+        factors = fair_tree_factors(usage)  # type: ignore[arg-type]
+        table = _FairshareTable()
+        for acct in self._accounts:
+            table[acct] = factors[tuple(acct.split(_ASSOC, 1))]  # type: ignore[index]
+        return table
 
     def _account_number(self, acct: str) -> int:
         number = self._accounts.get(acct)
@@ -164,7 +239,7 @@ class MultifactorOrdering:
         fs = np.ones(accounts.size)
         known = accounts < self._fs.size
         fs[known] = self._fs[accounts[known]]
-        return -(cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs)
+        return -(cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs + cfg.weight_partition)
 
     def priorities(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
         """Slurm priority of each job under the current factors (higher runs first)."""
@@ -188,5 +263,51 @@ class MultifactorOrdering:
         self._ranking.started(job_ids)
 
 
-def make_slurm(placement: PlacementPolicy, config: MultifactorConfig | None = None) -> EasyBackfill:
-    return EasyBackfill("slurm", MultifactorOrdering(config), placement)
+class SlurmPolicy(SlurmBackfill):
+    """Slurm's ordering and backfill, set up from the cluster's settings on the first pass.
+
+    The registry builds policies from a placement alone, before any cluster
+    is known; a cluster read from a site's slurm.conf carries that site's
+    settings, which win over the defaults unless settings or a config were
+    given explicitly.
+    """
+
+    def __init__(
+        self, placement: PlacementPolicy, config: MultifactorConfig | None, settings: SchedulerSettings | None
+    ) -> None:
+        self._config = config
+        self._explicit = settings is not None or config is not None
+        self._configured = False
+        super().__init__("slurm", FifoOrdering(), placement)
+        self.settings = settings or SITE_TYPICAL
+        self.configure(self.settings)
+
+    def configure(self, settings: SchedulerSettings) -> None:
+        """Take ``settings`` (a config given at construction keeps its weights)."""
+        self.settings = settings
+        if self._config is not None:
+            self.ordering = MultifactorOrdering(self._config)
+        elif settings.multifactor:
+            self.ordering = MultifactorOrdering(MultifactorConfig.from_settings(settings))
+        else:
+            self.ordering = FifoOrdering()  # priority/basic: submit order
+        self.max_job_test = settings.bf_max_job_test
+        self.bf_interval = settings.bf_interval
+        self.bf_resolution = settings.bf_resolution
+        self.bf_window = settings.bf_window
+        self.backfill = settings.backfill
+
+    def before_pass(self, view: ClusterView) -> None:
+        if not self._configured:
+            self._configured = True
+            site = view.cluster.scheduler
+            if site is not None and not self._explicit:
+                self.configure(site)
+        super().before_pass(view)
+
+
+def make_slurm(
+    placement: PlacementPolicy, config: MultifactorConfig | None = None, *, settings: SchedulerSettings | None = None
+) -> SlurmPolicy:
+    """Slurm's scheduler: ``settings`` if given, else the cluster's own, else :data:`SITE_TYPICAL`."""
+    return SlurmPolicy(placement, config, settings)

@@ -1,0 +1,428 @@
+"""Slurm's sched/backfill: a reservation for every pending job it tests, not only the first.
+
+EASY backfill (:mod:`slurmrl.policy.backfill`) protects the head of the queue
+alone. Slurm's backfill plugin walks the pending jobs in priority order
+(at most ``bf_max_job_test`` of them), computes each one's earliest start on
+a time map of when resources free up (running jobs end at their time
+limits), and records that start as a reservation in the map when it falls
+within ``bf_window``; a later job may start now only where it overlaps none
+of the reservations made before it, so no backfilled job delays any
+higher-priority job the pass tested. A job whose earliest start lies beyond
+the window gets no reservation. Times in the map are rounded to
+``bf_resolution``. (``src/plugins/sched/backfill/backfill.c``:
+``_attempt_backfill`` and its ``node_space`` map; slurm.conf(5),
+SchedulerParameters; sched_config.html.)
+
+As in Slurm, the main scheduler (strict priority order, stopping at the
+first job that cannot start) runs at every decision, i.e. every job submit
+and end, and the backfill pass at most every ``bf_interval`` seconds, as
+:class:`EasyBackfill` splits them; the running-job bookkeeping is
+EasyBackfill's.
+
+A reservation withholds the whole nodes the placement would give the job,
+as Slurm's ``node_space`` map (node bitmaps per time slice) does. The
+earliest start is searched at the distinct release and reservation-end
+times rather than by the select plugin's will-run test, and the GPUs a
+reserved job would get are the placement policy's choice.
+
+Cost: the GPUs released per node by each candidate start time are kept as
+one ``[time, node]`` table for the pass, so a job's candidate times are
+tested a batch at a time with array work and a placement is tried only
+where the counts allow one. A job that could not start within the window
+rules out every later job of the same shape asking for at least as many
+GPUs for at least as long, since a pass only ever takes resources away.
+And reservations matter only through the jobs they keep from starting now:
+once no job left in the list could fit in the free GPUs outside the
+reservations, the pass stops (its later reservations would change nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+
+import numpy as np
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.backfill import (
+    BF_INTERVAL,
+    BF_MAX_JOB_TEST,
+    EasyBackfill,
+    _mask,
+    _paint,
+    limit_of,
+)
+from slurmrl.policy.base import Ordering, PlacementPolicy
+from slurmrl.policy.placement.common import allowed_mask, tables
+from slurmrl.policy.view import ClusterView, JobView, Start
+
+# Slurm's defaults for the other two options (slurm.conf(5), SchedulerParameters).
+BF_RESOLUTION = 60.0
+BF_WINDOW = 86400.0  # 1440 minutes
+# Placements that spread a multi-node job over the first nodes with free GPUs in index order.
+IN_ORDER_PLACEMENTS = frozenset({"first-fit"})
+# Candidate start times evaluated together; a job that starts early costs one small batch.
+_FIRST_BATCH = 8
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What decides where a job can go, besides its GPU count and time limit."""
+
+    gpu_type: str
+    max_nodes: int | None
+    model: str
+
+
+@dataclass
+class _Verdicts:
+    """What earlier jobs of one shape showed about later ones in the same pass.
+
+    ``failed``: (GPUs, limit) pairs with no start within the window;
+    ``floors``: the earliest start found per (GPUs, limit). A job asking for
+    at least as much of both can do no better.
+    """
+
+    failed: list[tuple[int, float]] = field(default_factory=list)
+    floors: dict[tuple[int, float], float] = field(default_factory=dict)
+
+    def hopeless(self, gpus: int, limit: float) -> bool:
+        return any(gpus >= g and limit >= lim for g, lim in self.failed)
+
+    def floor(self, gpus: int, limit: float, now: float) -> float:
+        """Earliest start found for a job asking the same; only exact matches are kept (cheap)."""
+        return self.floors.get((gpus, limit), now)
+
+
+class TimeMap:
+    """When each GPU frees up, and which GPUs the pass has reserved for when.
+
+    ``release[node, gpu]``: the time a GPU is free from (``now`` for free
+    ones, the rounded limit-based end of its job otherwise, inf for padding).
+    A reservation withholds whole nodes, as the node bitmaps of Slurm's
+    ``node_space`` map do; reservations are rows of a 0/1 matrix over nodes
+    with their start and end times, so the nodes blocked at a batch of
+    candidate times are one matrix product of the overlap table with it.
+    """
+
+    def __init__(self, release: np.ndarray, now: float, horizon: float, resolution: float) -> None:
+        self.release = release
+        self.now, self.horizon, self.resolution = now, horizon, resolution
+        self.masks = np.zeros((16, release.shape[0]), dtype=np.float32)
+        self.starts = np.zeros(16)
+        self.ends = np.zeros(16)
+        self.count = 0
+        self.first_reserved = np.full(release.shape[0], math.inf)  # per node: earliest reservation start
+        finite = release[np.isfinite(release) & (release > now) & (release <= horizon)]
+        # Candidate start times: now, then every time GPUs free up within the
+        # window, with the GPUs released by then per node ([time, node]).
+        self.times = np.array([now, *sorted(set(finite.tolist()))])
+        self.released = self._released_at(self.times)
+
+    def round_up(self, t: float) -> float:
+        r = self.resolution
+        return math.ceil(t / r) * r
+
+    def first_index(self, floor: float) -> int:
+        """The first candidate time at or after ``floor``."""
+        return int(np.searchsorted(self.times, floor, side="left"))
+
+    def node_counts(self, lo: int, hi: int, limit: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """``[time, node]`` GPUs usable from candidate ``lo`` to ``hi`` for ``limit`` seconds, and the
+        ``[time, node]`` nodes blocked by reservations then (None if none are)."""
+        times, counts = self.times[lo:hi], self.released[lo:hi]
+        n = self.count
+        if not n:
+            return counts, None
+        overlap = (self.starts[:n, None] < times + limit) & (self.ends[:n, None] > times)
+        if not overlap.any():
+            return counts, None
+        blocked = (overlap.T.astype(np.float32) @ self.masks[:n]) > 0.5
+        return np.where(blocked, 0, counts), blocked
+
+    def gpus_at(self, t: float, blocked: np.ndarray | None) -> np.ndarray:
+        """``[node, gpu]``: free at ``t`` on a node no reservation blocks (``blocked`` per node)."""
+        avail = self.release <= t
+        if blocked is not None:
+            avail &= ~blocked[:, None]
+        return avail
+
+    def start(self, mask: np.ndarray, end: float) -> None:
+        """GPUs given to a job that starts now, busy until ``end``."""
+        end = self.round_up(end)
+        self.release[mask] = end
+        self._add_time(end)
+        self.released = self._released_at(self.times)
+
+    def reserve(self, nodes: tuple[int, ...], start: float, end: float) -> None:
+        """Withhold ``nodes`` from ``start`` to ``end`` for a job that cannot start now."""
+        end = self.round_up(end)
+        n = self.count
+        if n == self.starts.size:
+            self.masks = np.concatenate([self.masks, np.zeros_like(self.masks)])
+            self.starts = np.concatenate([self.starts, np.zeros(n)])
+            self.ends = np.concatenate([self.ends, np.zeros(n)])
+        picked = list(nodes)
+        self.masks[n] = 0.0
+        self.masks[n, picked] = 1.0
+        self.starts[n], self.ends[n] = start, end
+        self.count = n + 1
+        self.first_reserved[picked] = np.minimum(self.first_reserved[picked], start)
+        self._add_time(end)
+
+    def _released_at(self, times: np.ndarray) -> np.ndarray:
+        """``[time, node]``: GPUs released by each of the (sorted) ``times``, by histogram and running sum."""
+        nodes, width = self.release.shape
+        first = np.searchsorted(times, self.release, side="left").ravel()  # first time each GPU counts at
+        node = np.repeat(np.arange(nodes), width)
+        hist = np.bincount(first * nodes + node, minlength=(times.size + 1) * nodes)
+        return np.cumsum(hist.reshape(times.size + 1, nodes)[:-1], axis=0)
+
+    def _add_time(self, t: float) -> None:
+        """Make ``t`` a candidate time. Every release within the window is one
+        already, so the GPUs released by ``t`` are those released by the
+        candidate before it."""
+        if self.now < t <= self.horizon:
+            i = int(np.searchsorted(self.times, t))
+            if i == self.times.size or self.times[i] != t:
+                self.times = np.concatenate((self.times[:i], [t], self.times[i:]))
+                rows = self.released
+                self.released = np.concatenate((rows[:i], rows[i - 1 : i], rows[i:]))
+
+
+class SlurmBackfill(EasyBackfill):
+    """Strict priority order at every decision, then Slurm's backfill pass every ``bf_interval``."""
+
+    def __init__(
+        self,
+        name: str,
+        ordering: Ordering,
+        placement: PlacementPolicy,
+        *,
+        max_job_test: int = BF_MAX_JOB_TEST,
+        bf_interval: float = BF_INTERVAL,
+        bf_resolution: float = BF_RESOLUTION,
+        bf_window: float = BF_WINDOW,
+        backfill: bool = True,
+    ) -> None:
+        super().__init__(name, ordering, placement, max_job_test=max_job_test, bf_interval=bf_interval)
+        self.bf_resolution = bf_resolution
+        self.bf_window = bf_window
+        self.backfill = backfill
+        self.last_reservations = 0  # reservations made by the last backfill pass
+        self._in_order = placement.name in IN_ORDER_PLACEMENTS
+        self._rows: dict[str, tuple[JobView, tuple[int, int, float, bool]]] = {}  # per job, for _Queue
+
+    def after_blocked(
+        self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
+    ) -> list[Start]:
+        now = view.now
+        if not self.backfill or now < self._next_backfill:
+            return []
+        self._next_backfill = now + self.bf_interval
+        if pool.total_free == 0:
+            return []
+        if len(self._rows) > 4 * len(view.pending) + 1024:
+            self._rows.clear()
+        queue = _Queue(head, islice(rest, self.max_job_test - 1), now, len(pool.cluster.nodes), self._rows)
+        unreserved = np.full(len(pool.cluster.nodes), math.inf)
+        target = queue.next_fit(0, pool.free_count, unreserved)
+        if target < 0:
+            return []  # nothing could start now whatever the reservations
+        tmap = TimeMap(self._release_times(view, pool), now, now + self.bf_window, self.bf_resolution)
+        verdicts: dict[Shape, _Verdicts] = {}
+        starts: list[Start] = []
+        i = 0
+        # Reservations matter only through the jobs they keep from starting now:
+        # the pass goes on only while some job at or after the current one
+        # (``target``, the first such) could still fit in the free GPUs.
+        while 0 <= i <= target:
+            job = queue.jobs[i]
+            changed = self._test(view, pool, tmap, verdicts, job, job is head, starts)
+            i += 1
+            if changed or i > target:
+                target = queue.next_fit(max(i, target), pool.free_count, tmap.first_reserved)
+        return starts
+
+    def _test(
+        self,
+        view: ClusterView,
+        pool: GpuPool,
+        tmap: TimeMap,
+        verdicts: dict[Shape, _Verdicts],
+        job: JobView,
+        is_head: bool,
+        starts: list[Start],
+    ) -> bool:
+        """Start ``job`` now or reserve its earliest start; whether either happened."""
+        now = view.now
+        shape = Shape(job.gpu_type, job.max_nodes(now), job.model)
+        if job.allowed_nodes is not None or job.required_nodes:
+            shape = Shape(f"{job.job_id}\0", shape.max_nodes, shape.model)  # never shared
+        known = verdicts.setdefault(shape, _Verdicts())
+        limit = limit_of(job)
+        if known.hopeless(job.gpus, limit):
+            return False
+        # The main scheduler has just failed the head on this very pool: start from the next step.
+        floor = max(known.floor(job.gpus, limit, now), math.nextafter(now, math.inf) if is_head else now)
+        found = self._earliest(view, pool, tmap, job, limit, floor)
+        if found is None:
+            known.failed.append((job.gpus, limit))
+            return False
+        at, placement = found
+        known.floors[job.gpus, limit] = at
+        if at <= now:
+            pool.allocate(placement)
+            tmap.start(_mask(placement, pool.free), now + limit)
+            starts.append(Start(job.job_id, placement))
+            self.on_start(job, placement)
+        else:
+            tmap.reserve(placement.nodes, at, at + limit)
+            self.last_reservations += 1
+            if is_head:
+                self.last_shadow = at
+        return True
+
+    def before_pass(self, view: ClusterView) -> None:
+        super().before_pass(view)
+        self.last_reservations = 0
+
+    def _release_times(self, view: ClusterView, pool: GpuPool) -> np.ndarray:
+        """Per GPU: ``now`` if free, else its job's limit-based end rounded up to the resolution."""
+        now = view.now
+        grid = self._grid.copy() if self._grid is not None else np.full(pool.free.shape, math.inf)
+        for job, placement in self._pass:
+            _paint(grid, placement, now + limit_of(job))
+        r = self.bf_resolution
+        # A job past its limit (limits not enforced) is taken to end at the next step.
+        busy = np.maximum(np.ceil(grid / r) * r, math.ceil((now + 1e-9) / r) * r)
+        return np.where(pool.free, now, busy)
+
+    def _earliest(
+        self, view: ClusterView, pool: GpuPool, tmap: TimeMap, job: JobView, limit: float, floor: float
+    ) -> tuple[float, Placement] | None:
+        """The earliest start within the window and the GPUs for it, or None."""
+        lo, total = tmap.first_index(floor), tmap.times.size
+        if lo >= total or job.gpus > pool.cluster.total_gpus:
+            return None
+        eligible = _eligible(job, pool)
+        k = job.max_nodes(view.now)
+        size = _FIRST_BATCH
+        while lo < total:
+            hi = min(total, lo + size)
+            counts, blocked = tmap.node_counts(lo, hi, limit)
+            if eligible is not None:
+                counts = counts * eligible
+            for i in np.flatnonzero(_could_fit(counts, job.gpus, k, self._in_order)).tolist():
+                at = float(tmap.times[lo + i])
+                avail = tmap.gpus_at(at, None if blocked is None else blocked[i])
+                if eligible is not None:
+                    avail &= eligible[:, None]
+                placement = self._place_on(view, pool, job, avail)
+                if placement is not None:
+                    return at, placement
+            lo, size = hi, size * 4
+        return None
+
+    def _place_on(self, view: ClusterView, pool: GpuPool, job: JobView, avail: np.ndarray) -> Placement | None:
+        """The placement's choice among the GPUs ``avail`` marks."""
+        if np.array_equal(avail, pool.free):
+            return self.placement.place(job, pool, view)
+        scratch = pool.copy()
+        scratch.free[...] = avail
+        scratch.withhold(~avail)  # recounts the free GPUs per node and rack
+        return self.placement.place(job, scratch, view)
+
+
+class _Queue:
+    """The jobs a pass may test, read from the ranking only as far as needed.
+
+    :meth:`next_fit` finds the first job from a position on that could still
+    start now: one that fits, on the nodes it may span, in the free GPUs of
+    nodes no reservation claims before its time limit would run out (jobs
+    bound to a GPU type or a node list are always taken to fit). Starts and
+    reservations only take room away, so a job found unfit stays unfit for
+    the rest of the pass.
+    """
+
+    _CHUNK = 64
+
+    def __init__(
+        self,
+        head: JobView,
+        rest: Iterator[JobView],
+        now: float,
+        nodes: int,
+        cache: dict[str, tuple[JobView, tuple[int, int, float, bool]]],
+    ) -> None:
+        self.jobs: list[JobView] = []
+        self._rest = rest
+        self._now, self._nodes, self._cache = now, nodes, cache
+        self._rows = np.zeros((0, 4))
+        self._load([head])
+
+    def _load(self, jobs: list[JobView]) -> None:
+        rows = []
+        for j in jobs:
+            row = self._cache.get(j.job_id)
+            if row is None or row[0] is not j or j.spread_at <= self._now:
+                k = j.max_nodes(self._now)
+                span = self._nodes if k is None or k > self._nodes else k
+                row = self._cache[j.job_id] = (j, (j.gpus, span, limit_of(j), bool(j.gpu_type) or j.allowed_nodes is not None))
+            rows.append(row[1])
+        self.jobs.extend(jobs)
+        self._rows = np.concatenate([self._rows, np.array(rows, dtype=float).reshape(-1, 4)])
+
+    def next_fit(self, i: int, free_count: np.ndarray, first_reserved: np.ndarray) -> int:
+        """The first position from ``i`` on whose job could still start now; -1 if none."""
+        while True:
+            if i < len(self.jobs):
+                rows = self._rows[i:]
+                usable = np.where(first_reserved[None, :] >= self._now + rows[:, 2:3], free_count[None, :], 0)
+                top = np.cumsum(-np.sort(-usable, axis=1), axis=1)  # [job, k-1]: GPUs on the k best nodes
+                spans = rows[:, 1].astype(np.int64)
+                fits = (rows[:, 0] <= top[np.arange(len(rows)), np.maximum(spans, 1) - 1]) | (rows[:, 3] > 0)
+                hits = np.flatnonzero(fits)
+                if hits.size:
+                    return i + int(hits[0])
+                i = len(self.jobs)
+            more = list(islice(self._rest, self._CHUNK))
+            if not more:
+                return -1
+            self._load(more)
+
+
+def _eligible(job: JobView, pool: GpuPool) -> np.ndarray | None:
+    """Nodes the job may use by GPU type and allowed nodes; None when any."""
+    mask = None
+    if job.gpu_type:
+        mask = tables(pool.cluster).type_masks.get(job.gpu_type)
+        if mask is None:
+            mask = np.zeros(len(pool.cluster.nodes), dtype=bool)
+    if job.allowed_nodes is not None:
+        allowed = allowed_mask(job.allowed_nodes, len(pool.cluster.nodes))
+        mask = allowed if mask is None else mask & allowed
+    return mask
+
+
+def _could_fit(counts: np.ndarray, gpus: int, k: int | None, in_order: bool) -> np.ndarray:
+    """Per time (rows of ``[time, node]`` usable GPUs): whether the ``k`` best nodes hold ``gpus``.
+
+    ``in_order``: the placement spreads a job over the first ``k`` nodes with
+    free GPUs in index order (first fit, as Slurm's linear selection), so
+    those must hold it: the exact test, which spares a failing placement
+    call per candidate time for multi-node jobs.
+    """
+    if k is None or k >= counts.shape[1]:
+        return counts.sum(axis=1) >= gpus
+    if k <= 0:
+        return np.zeros(counts.shape[0], dtype=bool)
+    if in_order and k > 1:
+        busy = counts > 0
+        first_k = busy & (np.cumsum(busy, axis=1) <= k)
+        return (counts * first_k).sum(axis=1) >= gpus
+    top = -np.partition(-counts, k - 1, axis=1)[:, :k]
+    return top.sum(axis=1) >= gpus

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.backfill import EasyBackfill
+from slurmrl.policy.ordering.fifo import FifoOrdering
+from slurmrl.policy.ordering.multifactor import make_slurm
+from slurmrl.policy.placement.first_fit import FirstFit
+from slurmrl.policy.slurm_backfill import SlurmBackfill
+from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.scheduler_conf import SchedulerSettings
+
+
+def make_cluster(nodes: int, gpus: int = 4) -> Cluster:
+    return Cluster(
+        "t",
+        (Rack("r", 0, tuple(range(nodes))),),
+        tuple(Node(f"n{i}", i, 0, gpus, "v100", islands_for("nvswitch", gpus)) for i in range(nodes)),
+    )
+
+
+def busy_view(now: float, pending: tuple[JobView, ...]) -> ClusterView:
+    """Two 4-GPU nodes: node 0 busy until t=1000, half of node 1 until t=100 (time limits)."""
+    cluster = make_cluster(2)
+    pool = GpuPool(cluster)
+    long_run, short_run = Placement.of([(0, [0, 1, 2, 3])]), Placement.of([(1, [0, 1])])
+    pool.allocate(long_run)
+    pool.allocate(short_run)
+    running = (
+        JobView("r0", 4, 0.0, time_limit=1000.0, start_time=0.0, placement=long_run),
+        JobView("r1", 2, 0.0, time_limit=100.0, start_time=0.0, placement=short_run),
+    )
+    return ClusterView(now, cluster, pool.readonly(), pending, running, ())
+
+
+def slurm_backfill(**kw: float) -> SlurmBackfill:
+    return SlurmBackfill("slurm", FifoOrdering(), FirstFit(), bf_resolution=1.0, **kw)  # type: ignore[arg-type]
+
+
+def test_easy_would_delay_the_second_job_but_slurm_backfill_does_not() -> None:
+    # "wide" (8 GPUs) can start at 1000 when node 0 frees up: reserved [1000, 1500) on both nodes.
+    # "node" (4 GPUs) fits node 1 from t=100, done by 600: reserved [100, 600) on node 1.
+    # "small" fits the 2 free GPUs now but would hold them until 300, into "node"'s reservation.
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),
+        JobView("node", 4, 0.0, time_limit=500.0),
+        JobView("small", 2, 0.0, time_limit=300.0),
+    )
+    view = busy_view(0.0, pending)
+    easy = EasyBackfill("fifo-backfill", FifoOrdering(), FirstFit()).decide(view)
+    assert [s.job_id for s in easy.starts] == ["small"]  # ends by 1000: EASY only protects "wide"
+    slurm = slurm_backfill()
+    d = slurm.decide(view)
+    assert d.starts == ()
+    assert d.info["shadow_time"] == 1000.0
+    # Once "node" holds node 1 from 100, nothing left could start now: the pass ends there.
+    assert slurm.last_reservations == 2
+
+
+def test_a_job_that_delays_no_reservation_is_backfilled() -> None:
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),
+        JobView("node", 4, 0.0, time_limit=500.0),
+        JobView("quick", 2, 0.0, time_limit=90.0),  # done before "node" can start at 100
+    )
+    d = slurm_backfill().decide(busy_view(0.0, pending))
+    assert [s.job_id for s in d.starts] == ["quick"]
+    assert [(a.node, a.gpus) for a in d.starts[0].placement.allocs] == [(1, (2, 3))]
+
+
+def test_jobs_starting_beyond_the_window_get_no_reservation() -> None:
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),  # earliest start 1000
+        JobView("small", 2, 0.0, time_limit=300.0),
+    )
+    # Window 900 s: "wide" cannot start within it, so nothing is reserved and "small"
+    # runs now although it would still end before 1000 either way.
+    narrow = slurm_backfill(bf_window=900.0)
+    d = narrow.decide(busy_view(0.0, pending))
+    assert [s.job_id for s in d.starts] == ["small"]
+    assert narrow.last_reservations == 0
+    assert math.isnan(d.info["shadow_time"])
+    # The same queue with the window reaching 1000: "wide" is reserved and "small" still fits before it.
+    wide = slurm_backfill(bf_window=1000.0)
+    d = wide.decide(busy_view(0.0, pending))
+    assert [s.job_id for s in d.starts] == ["small"]
+    assert wide.last_reservations == 1 and d.info["shadow_time"] == 1000.0
+
+
+def test_window_decides_whether_a_long_job_is_held_back() -> None:
+    # "long" would run past 1000 on node 1 and so delay "wide" once "wide" is reserved.
+    pending = (JobView("wide", 8, 0.0, time_limit=500.0), JobView("long", 2, 0.0, time_limit=5000.0))
+    assert slurm_backfill(bf_window=1000.0).decide(busy_view(0.0, pending)).starts == ()
+    starts = slurm_backfill(bf_window=900.0).decide(busy_view(0.0, pending)).starts
+    assert [s.job_id for s in starts] == ["long"]
+
+
+def test_max_job_test_and_builtin_scheduler_limit_backfill() -> None:
+    pending = (JobView("wide", 8, 0.0, time_limit=500.0), JobView("quick", 2, 0.0, time_limit=90.0))
+    assert slurm_backfill(max_job_test=1).decide(busy_view(0.0, pending)).starts == ()
+    assert len(slurm_backfill(max_job_test=2).decide(busy_view(0.0, pending)).starts) == 1
+    builtin = make_slurm(FirstFit(), settings=SchedulerSettings(scheduler_type="sched/builtin"))
+    assert builtin.decide(busy_view(0.0, pending)).starts == ()
+
+
+def test_backfill_runs_at_most_every_interval() -> None:
+    pending = (JobView("wide", 8, 0.0, time_limit=500.0), JobView("quick", 2, 0.0, time_limit=30.0))
+    policy = slurm_backfill(bf_interval=30.0)
+    policy.decide(busy_view(0.0, (pending[0],)))  # a pass with nothing to backfill
+    assert policy.decide(busy_view(10.0, pending)).starts == ()  # 10 s later: no backfill pass yet
+    assert [s.job_id for s in policy.decide(busy_view(30.0, pending)).starts] == ["quick"]
+
+
+# --------------------------------------------------------------------------- against a brute-force pass
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[ClusterView, float]:
+    cluster = make_cluster(draw(st.integers(2, 4)))
+    pool = GpuPool(cluster)
+    running = []
+    for n in range(len(cluster.nodes)):
+        free = list(range(4))
+        while free and draw(st.booleans()):
+            k = draw(st.integers(1, len(free)))
+            p = Placement.of([(n, free[:k])])
+            free = free[k:]
+            pool.allocate(p)
+            start = float(draw(st.integers(0, 100)))
+            limit = draw(st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]))
+            running.append(JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p))
+    pending = [
+        JobView(
+            f"p{i}", draw(st.sampled_from([1, 1, 2, 3, 4, 6, 8])), 100.0 + i,
+            time_limit=draw(st.sampled_from([30.0, 100.0, 300.0, 900.0, 3000.0])),
+        )
+        for i in range(draw(st.integers(1, 10)))
+    ]
+    window = draw(st.sampled_from([100.0, 500.0, 1e6]))
+    return ClusterView(150.0, cluster, pool.readonly(), tuple(pending), tuple(running), ()), window
+
+
+def brute_force(view: ClusterView, window: float) -> list[str]:
+    """Strict order until a job blocks, then every job from it on, one by one: try each
+    candidate time in turn, start it now or reserve its nodes, with nothing pruned."""
+    now, place = view.now, FirstFit()
+    release = np.where(view.pool.free, now, math.inf)
+    for job in view.running:
+        end = max(float(math.ceil(job.start_time + job.time_limit)), now + 1)  # type: ignore[operator]
+        for a in job.placement.allocs:  # type: ignore[union-attr]
+            release[a.node, list(a.gpus)] = end
+    reservations: list[tuple[set[int], float, float]] = []
+    started: list[str] = []
+    blocked = False
+    for job in view.pending:
+        limit = job.time_limit or 0.0
+        times = sorted({now, *release[np.isfinite(release)].tolist(), *(e for _, _, e in reservations)})
+        for t in [t for t in times if t <= now + window] if blocked else [now]:
+            avail = release <= t
+            for nodes, s, e in reservations:
+                if s < t + limit and e > t:
+                    avail[sorted(nodes)] = False
+            scratch = GpuPool(view.cluster)
+            scratch.withhold(~avail)
+            found = place.place(job, scratch, view)
+            if found is None:
+                continue
+            end = float(math.ceil(t + limit))
+            if t == now:
+                started.append(job.job_id)
+                for a in found.allocs:
+                    release[a.node, list(a.gpus)] = end
+            else:
+                reservations.append((set(found.nodes), t, end))
+            break
+        else:
+            if not blocked:  # the main scheduler stops here; backfill tests this job again
+                blocked = True
+                times = sorted({now, *release[np.isfinite(release)].tolist()})
+                for t in [t for t in times if now < t <= now + window]:
+                    avail = release <= t
+                    scratch = GpuPool(view.cluster)
+                    scratch.withhold(~avail)
+                    found = place.place(job, scratch, view)
+                    if found is not None:
+                        reservations.append((set(found.nodes), t, float(math.ceil(t + limit))))
+                        break
+    return started
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_pass_matches_brute_force(case: tuple[ClusterView, float]) -> None:
+    view, window = case
+    policy = slurm_backfill(bf_window=window)
+    assert [s.job_id for s in policy.decide(view).starts] == brute_force(view, window)
