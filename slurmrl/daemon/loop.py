@@ -28,6 +28,7 @@ from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.factors import PriorityFactors, read_factors
+from slurmrl.daemon.history import FinishedTracker
 from slurmrl.daemon.lock import StateLock
 from slurmrl.daemon.logs import LOGGER, log
 from slurmrl.daemon.metrics import DaemonMetrics
@@ -139,6 +140,7 @@ class Daemon:
         self.notes = True  # False once Slurm refused an AdminComment (Operator, not Administrator)
         self.notifier = Notifier()
         self._adopted = False
+        self.history = FinishedTracker()  # jobs that ended between cycles, for history-based policies
         self._stop = False
         self._reload = False
         self.metrics.notes_enabled.set(1)
@@ -164,7 +166,8 @@ class Daemon:
     ) -> tuple[CyclePlan, Decisions, float]:
         """Policy and planning for one snapshot, without sending anything."""
         scoped = scoped_pending(snapshot, self.config.scope)
-        view = scale_view(build_view(snapshot, scoped, self.config.scope), self.config.time_scale)
+        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
+        view = scale_view(view, self.config.time_scale)
         t0 = time.perf_counter()
         decisions = unscale_decisions(self.policy.decide(view), self.config.time_scale)
         policy_seconds = time.perf_counter() - t0

@@ -209,6 +209,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
     )
     submit = _num(ctx, rec, "submit_time", where) or 0.0
     start = _num(ctx, rec, "start_time", where)
+    end = _num(ctx, rec, "end_time", where)
     limit = _num(ctx, rec, "time_limit", where)
     return SlurmJob(
         job_id=job_id,
@@ -222,6 +223,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
         reason="" if reason == "None" else reason,
         submit_time=float(submit),
         start_time=float(start) if start and base != "PENDING" and start != math.inf else None,
+        end_time=float(end) if end and base not in ("PENDING", "RUNNING") and end != math.inf else None,
         time_limit=None if limit is None or limit == math.inf else float(limit) * 60.0,
         priority=priority,
         num_nodes=num_nodes,
