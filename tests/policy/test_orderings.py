@@ -110,7 +110,10 @@ def test_slurm_multifactor_matches_documented_formula() -> None:
     week = 7 * 86400.0
 
     def expected(submit: float, gpus: int, fs: float) -> float:
-        return 1000 * (now - submit) / week + 1000 * gpus / 16 + 10000 * fs
+        # Job size: nodes asked (fewest of 4 GPUs that hold the job) over 4 nodes, and
+        # as many CPUs (one per node, nodes of unknown CPU count counting 1) over 4.
+        nodes = -(-gpus // 4)
+        return 1000 * (now - submit) / week + 1000 * (nodes / 4 + nodes / 4) / 2 + 10000 * fs
 
     want = {
         "j1": expected(0.0, 4, 0.25), "j2": expected(300.0, 1, 1.0),
@@ -181,3 +184,21 @@ def test_incremental_ranking_matches_full_sort_without_rebuilds() -> None:
                 job.job_id, job.gpus, job.submit_time, start_time=now, placement=s.placement
             )
     assert policy.ordering._ranking.rebuilds == 0  # arrivals and starts only, never a full re-sort
+
+
+def test_slurm_job_size_counts_nodes_and_cpus_not_gpus() -> None:
+    """The test cluster's own figures: 8 nodes x 64 CPUs, PriorityWeightJobSize=1000 and
+    PriorityWeightPartition=1000; sprio on Slurm 22.05 shows priority 1063 for any 1-node
+    job of one CPU (1 or 8 GPUs alike) and 1126 for a 2-node one (Slurm truncates to integers)."""
+    from slurmrl.slurm.scheduler_conf import SchedulerSettings
+
+    cluster = Cluster(
+        "t", (Rack("r", 0, tuple(range(8))),),
+        tuple(Node(f"n{i}", i, 0, 8, "v100", islands_for("nvlink:4", 8), cpus=64) for i in range(8)),
+    )
+    settings = SchedulerSettings(priority_type="priority/multifactor", weight_job_size=1000, weight_partition=1000)
+    policy = make_slurm(FirstFit(), settings=settings)
+    pending = (JobView("one", 1, 0.0), JobView("eight", 8, 0.0), JobView("sixteen", 16, 0.0))
+    policy.decide(view_of(cluster, 0.0, pending))
+    got = [int(p) for p in policy.ordering.priorities(pending, 0.0)]
+    assert got == [1063, 1063, 1126]
