@@ -5,19 +5,12 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
+from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy import make_placement, make_policy
 from slurmrl.policy.backfill import limit_of
 from slurmrl.policy.view import ClusterView, Decisions, JobView
-
-
-def make_cluster(nodes: int, gpus: int = 4) -> Cluster:
-    return Cluster(
-        "t",
-        (Rack("r", 0, tuple(range(nodes))),),
-        tuple(Node(f"n{i}", i, 0, gpus, "v100", islands_for("nvswitch", gpus)) for i in range(nodes)),
-    )
+from tests.policy.busy import draw_running, make_cluster
 
 
 def test_backfill_starts_short_job_but_not_long_one() -> None:
@@ -63,19 +56,10 @@ def test_backfill_may_use_gpus_the_head_does_not_need() -> None:
 def scenarios(draw: st.DrawFn) -> ClusterView:
     cluster = make_cluster(draw(st.integers(2, 4)))
     pool = GpuPool(cluster)
-    running = []
-    for n in range(len(cluster.nodes)):
-        free = list(range(4))
-        while free and draw(st.booleans()):
-            k = draw(st.integers(1, len(free)))
-            p = Placement.of([(n, free[:k])])
-            free = free[k:]
-            pool.allocate(p)
-            start = draw(st.floats(0, 100))
-            limit = draw(st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]))
-            running.append(
-                JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p)
-            )
+    running = draw_running(
+        draw, cluster, pool,
+        starts=st.floats(0, 100), limits=st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]),
+    )
     pending = [
         JobView(
             f"p{i}", draw(st.sampled_from([1, 1, 2, 3, 4, 6, 8])), 100.0 + i,

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
+from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.ordering.fifo import FifoOrdering
@@ -15,14 +15,7 @@ from slurmrl.policy.placement.first_fit import FirstFit
 from slurmrl.policy.slurm_backfill import SlurmBackfill
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
-
-
-def make_cluster(nodes: int, gpus: int = 4) -> Cluster:
-    return Cluster(
-        "t",
-        (Rack("r", 0, tuple(range(nodes))),),
-        tuple(Node(f"n{i}", i, 0, gpus, "v100", islands_for("nvswitch", gpus)) for i in range(nodes)),
-    )
+from tests.policy.busy import draw_running, make_cluster
 
 
 def busy_view(now: float, pending: tuple[JobView, ...]) -> ClusterView:
@@ -124,17 +117,10 @@ def test_backfill_runs_at_most_every_interval() -> None:
 def scenarios(draw: st.DrawFn) -> tuple[ClusterView, float]:
     cluster = make_cluster(draw(st.integers(2, 4)))
     pool = GpuPool(cluster)
-    running = []
-    for n in range(len(cluster.nodes)):
-        free = list(range(4))
-        while free and draw(st.booleans()):
-            k = draw(st.integers(1, len(free)))
-            p = Placement.of([(n, free[:k])])
-            free = free[k:]
-            pool.allocate(p)
-            start = float(draw(st.integers(0, 100)))
-            limit = draw(st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]))
-            running.append(JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p))
+    running = draw_running(
+        draw, cluster, pool,
+        starts=st.integers(0, 100).map(float), limits=st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]),
+    )
     pending = [
         JobView(
             f"p{i}", draw(st.sampled_from([1, 1, 2, 3, 4, 6, 8])), 100.0 + i,

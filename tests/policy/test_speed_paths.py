@@ -23,6 +23,7 @@ from slurmrl.policy.placement.first_fit import FirstFit
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.simulator import SimConfig, Simulator
+from tests.policy.busy import draw_running
 
 PLACEMENTS = ("first-fit", "consolidate", "topology")
 
@@ -42,17 +43,10 @@ def busy_views(draw: st.DrawFn) -> tuple[ClusterView, JobView]:
     """A partly busy two-rack cluster and a head job that may need several nodes."""
     cluster = make_cluster(2, draw(st.integers(2, 3)))
     pool = GpuPool(cluster)
-    running = []
-    for n in range(len(cluster.nodes)):
-        free = list(range(4))
-        while free and draw(st.booleans()):
-            k = draw(st.integers(1, len(free)))
-            p = Placement.of([(n, free[:k])])
-            free = free[k:]
-            pool.allocate(p)
-            start = draw(st.sampled_from([0.0, 10.0, 20.0]))
-            limit = draw(st.sampled_from([50.0, 100.0, 200.0, 400.0]))
-            running.append(JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p))
+    running = draw_running(
+        draw, cluster, pool,
+        starts=st.sampled_from([0.0, 10.0, 20.0]), limits=st.sampled_from([50.0, 100.0, 200.0, 400.0]),
+    )
     gpus = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12]))
     nodes = draw(st.sampled_from([None, 1, 2, 3]))
     if nodes is not None and nodes * 4 < gpus:
