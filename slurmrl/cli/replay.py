@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from slurmrl.cli.options import progress_bar, workload_options
+from slurmrl.cli.options import build_workload, progress_bar, workload_options
 from slurmrl.errors import SlurmrlError
 
 
@@ -53,7 +53,6 @@ def replay(speedup: float, policy: str | None, placement: str | None, daemon_con
     from slurmrl.replay.daemon_proc import DaemonSetup
     from slurmrl.replay.experiment import ReplayRequest, live_cluster, resolve_conf
     from slurmrl.replay.experiment import replay as run
-    from slurmrl.sim.experiment import prepare
 
     if opts.get("cluster") or opts.get("scenario"):
         raise click.ClickException("replay runs on the live cluster: drop --cluster/--scenario (use --slurm-conf)")
@@ -68,12 +67,7 @@ def replay(speedup: float, policy: str | None, placement: str | None, daemon_con
         load_policy(DaemonConfig(policy=policy, placement=placement))  # deployable, non-preemptive, known
     conf = resolve_conf(slurm_conf)
     cluster = live_cluster(conf)
-    workload = prepare(
-        trace=opts.get("trace"), cluster=conf, arrival_scale=opts.get("arrival_scale"),
-        target_load=opts.get("target_load"), seed=opts["seed"], skip_bad=opts["skip_bad"],
-        start=opts.get("start"), end=opts.get("end"), vcs=tuple(opts.get("vcs") or ()),
-        max_gpus=opts.get("max_gpus"), limit=opts.get("limit"),
-    )
+    workload = build_workload(dict(opts, cluster=conf))
     if workload.cluster.describe() != cluster.describe():
         raise SlurmrlError(f"the workload's cluster ({workload.cluster.describe()}) is not the live one")
     setup = DaemonSetup(policy or "", placement, daemon_config) if (policy or daemon_config) else None
