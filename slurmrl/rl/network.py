@@ -11,12 +11,33 @@ racks, nodes and GPUs only changes how much is pooled, not the weights.
 
 from __future__ import annotations
 
+import math
+from typing import TypeVar
+
 import torch
 from torch import nn
 
 from slurmrl.rl.netconfig import NetConfig
 
-__all__ = ["NetConfig", "TopDRLNet"]
+__all__ = ["NetConfig", "TopDRLNet", "layer_init"]
+
+HIDDEN_GAIN = math.sqrt(2.0)  # layers followed by a ReLU
+POLICY_GAIN = 0.01  # layers giving logits: a near-uniform policy at the start
+VALUE_GAIN = 1.0  # the layer giving the value
+
+_Layer = TypeVar("_Layer", bound=nn.Module)
+
+
+def layer_init(layer: _Layer, gain: float = HIDDEN_GAIN, bias: float = 0.0) -> _Layer:
+    """Orthogonal weights scaled by ``gain`` and a constant bias; returns ``layer``.
+
+    The convention of CleanRL's ppo.py (github.com/vwxyzjn/cleanrl, ``layer_init``):
+    sqrt(2) for hidden layers, 0.01 for the policy output, 1 for the value output,
+    zero biases. Convolution kernels are made orthogonal over their flattened shape.
+    """
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.constant_(layer.bias, bias)
+    return layer
 
 
 class TopDRLNet(nn.Module):
@@ -35,6 +56,16 @@ class TopDRLNet(nn.Module):
         self.score = nn.Sequential(nn.Linear(3 * h, h), nn.ReLU(), nn.Linear(h, 1))
         self.wait = nn.Sequential(nn.Linear(2 * h, h), nn.ReLU(), nn.Linear(h, 1))
         self.value = nn.Sequential(nn.Linear(3 * h, h), nn.ReLU(), nn.Linear(h, 1))
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """Orthogonal init (:func:`layer_init`); the layers and their shapes stay as declared."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                layer_init(module, HIDDEN_GAIN)
+        layer_init(self.score[-1], POLICY_GAIN)  # per-job logits
+        layer_init(self.wait[-1], POLICY_GAIN)  # the wait logit
+        layer_init(self.value[-1], VALUE_GAIN)
 
     def _cluster(self, grid: torch.Tensor, glob: torch.Tensor) -> torch.Tensor:
         b, ch, r, n, g = grid.shape

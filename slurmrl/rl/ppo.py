@@ -1,19 +1,28 @@
-"""PPO with GAE and action masking for the TopDRL-style scheduler, in one readable pass.
+"""PPO with GAE and action masking for the TopDRL-style scheduler.
 
-The loop follows the usual single-file layout: collect ``num_steps`` decisions
-from each of ``num_envs`` environments, compute advantages with GAE, then run
-a few epochs of clipped-objective minibatch updates. Infeasible actions get a
-large negative logit before the softmax (Huang & Ontañón, "A Closer Look at
-Invalid Action Masking in Policy Gradient Algorithms", FLAIRS 2022), so the
-agent never samples them and their gradients vanish.
+Laid out like CleanRL's single-file ``ppo.py`` (github.com/vwxyzjn/cleanrl), split
+into the steps a reader checks one at a time:
+
+* :func:`collect_rollout` steps ``num_envs`` environments ``num_steps`` times;
+* :func:`compute_advantages` runs GAE, bootstrapping truncated episodes from the
+  value of their last observation instead of treating the cut as an end;
+* :func:`ppo_update` runs the clipped-objective minibatch epochs (stopping early
+  when ``target_kl`` is set and exceeded) and returns :class:`UpdateStats`;
+* :func:`train` ties them together with resume, checkpoints and evaluation.
+
+Infeasible actions get a large negative logit before the softmax (Huang &
+Ontañón, "A Closer Look at Invalid Action Masking in Policy Gradient
+Algorithms", FLAIRS 2022), so the agent never samples them and their gradients
+vanish.
 
 Every ``checkpoint_every`` updates the run folder gets the current weights
 (``model.safetensors`` + ``config.json``, the format the policy loads) and the
 optimiser state (``train_state.pt``, loaded with ``weights_only=True``), so a
 run can stop at any time and continue with ``resume=True``. ``log.csv`` gets
 one row per update: episode returns and average JCT of finished training
-episodes, losses, and every ``eval_every`` updates the average JCT of the
-greedy policy on a fixed held-out window.
+episodes, policy and value loss, entropy, approximate KL, clip fraction,
+explained variance of the value head, epochs run, and every ``eval_every``
+updates the average JCT of the greedy policy on a fixed held-out window.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -68,6 +78,9 @@ class PPOConfig:
     eval_every: int = 10  # updates; 0 = never
     eval_jobs: int = 1024  # size of the held-out evaluation window
     eval_compression: float = 3.0
+    # Stop an update's epochs once the approximate KL to the rollout policy exceeds this;
+    # None = always run ``update_epochs`` (CleanRL's ``--target-kl``, off by default there too).
+    target_kl: float | None = None
 
     @property
     def batch_size(self) -> int:
@@ -97,6 +110,8 @@ def _env_fn(cfg: EnvConfig, workloads: Sequence[Workload] | None) -> Callable[[]
 
 def _vector(cfg: PPOConfig, env_cfg: EnvConfig, workloads: Sequence[Workload] | None) -> gym.vector.VectorEnv:
     fns = [_env_fn(env_cfg, workloads) for _ in range(cfg.num_envs)]
+    # SAME_STEP: a done step returns the next episode's first observation and puts the
+    # episode's last one in infos["final_obs"], which collect_rollout bootstraps truncations from.
     mode = gym.vector.AutoresetMode.SAME_STEP
     if cfg.vector == "async":
         return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode)
@@ -137,6 +152,292 @@ def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> floa
 
     policy = TopDRLPolicy.from_net(net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait)
     return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
+
+
+# -- rollout ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """``num_steps`` x ``num_envs`` decisions; row ``s`` holds the step taken from ``obs[s]``.
+
+    ``terminated``/``truncated`` describe how step ``s`` ended (gymnasium's flags), and
+    ``final_values`` holds the value of the episode's last observation where step ``s``
+    truncated it (zero elsewhere). ``next_obs``/``next_done`` are what the next rollout
+    starts from; ``running_return`` carries the returns of unfinished episodes over.
+    """
+
+    obs: dict[str, torch.Tensor]
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    values: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_values: torch.Tensor
+    next_obs: dict[str, torch.Tensor]
+    next_done: torch.Tensor
+    running_return: np.ndarray
+    episode_returns: tuple[float, ...]
+    episode_jcts: tuple[float, ...]
+
+
+def _stack_obs(items: Sequence[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(np.stack([o[k] for o in items])) for k in items[0]}
+
+
+def collect_rollout(
+    net: TopDRLNet,
+    envs: gym.vector.VectorEnv,
+    next_obs: dict[str, torch.Tensor],
+    running_return: np.ndarray,
+    num_steps: int,
+) -> Rollout:
+    """Step every environment ``num_steps`` times with actions sampled from ``net``.
+
+    The vector env runs gymnasium's SAME_STEP autoreset: the observation returned with a
+    done flag is already the next episode's first one, and the episode's last observation
+    is in ``infos["final_obs"]``. Where an episode was truncated (a step cap, not a real
+    end) its value is computed from that final observation so GAE can bootstrap from it.
+    """
+    n = envs.num_envs
+    space = envs.single_observation_space
+    obs_buf = {
+        k: torch.zeros((num_steps, n, *sp.shape), dtype=torch.float32) for k, sp in space.spaces.items()
+    }
+    actions = torch.zeros((num_steps, n), dtype=torch.long)
+    logprobs, values, rewards = (torch.zeros((num_steps, n)) for _ in range(3))
+    terminated, truncated, final_values = (torch.zeros((num_steps, n)) for _ in range(3))
+    running = running_return.copy()
+    ep_returns: list[float] = []
+    ep_jcts: list[float] = []
+    done = np.zeros(n, dtype=bool)
+    for step in range(num_steps):
+        for k in obs_buf:
+            obs_buf[k][step] = next_obs[k]
+        with torch.no_grad():
+            logits, value = _policy_out(net, next_obs)
+            dist = torch.distributions.Categorical(logits=logits)
+            action = dist.sample()
+        actions[step] = action
+        logprobs[step] = dist.log_prob(action)
+        values[step] = value
+        obs, reward, term, trunc, infos = envs.step(action.numpy())
+        term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
+        done = term | trunc
+        rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
+        terminated[step] = torch.as_tensor(term, dtype=torch.float32)
+        truncated[step] = torch.as_tensor(trunc & ~term, dtype=torch.float32)
+        cut = np.flatnonzero(trunc & ~term)
+        if len(cut):
+            final_obs = _stack_obs([infos["final_obs"][i] for i in cut])
+            with torch.no_grad():
+                _, v_final = _policy_out(net, final_obs)
+            final_values[step, torch.as_tensor(cut)] = v_final.float()
+        next_obs = _to_torch(obs)
+        running += reward
+        for i in np.flatnonzero(done):
+            ep_returns.append(float(running[i]))
+            running[i] = 0.0
+            final = infos.get("final_info", {})
+            if "avg_jct" in final and final.get("_avg_jct", np.ones(n, bool))[i]:
+                ep_jcts.append(float(final["avg_jct"][i]))
+    return Rollout(
+        obs=obs_buf,
+        actions=actions,
+        logprobs=logprobs,
+        values=values,
+        rewards=rewards,
+        terminated=terminated,
+        truncated=truncated,
+        final_values=final_values,
+        next_obs=next_obs,
+        next_done=torch.as_tensor(done, dtype=torch.float32),
+        running_return=running,
+        episode_returns=tuple(ep_returns),
+        episode_jcts=tuple(ep_jcts),
+    )
+
+
+# -- advantages --------------------------------------------------------------------
+
+
+def compute_advantages(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminated: torch.Tensor,
+    last_value: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+    *,
+    truncated: torch.Tensor | None = None,
+    final_values: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation (Schulman et al., 2016) over ``[T, N]`` arrays.
+
+    Step ``s`` moved from the state valued ``values[s]`` and ended the episode if
+    ``terminated[s]`` (no future value) or ``truncated[s]`` (cut short: the future is
+    worth ``final_values[s]``, the value of the episode's last observation). Either
+    way the advantage does not flow back across the end, since ``values[s + 1]``
+    belongs to the next episode. ``last_value`` is the value of the observation after
+    step ``T - 1``. Returns ``(advantages, returns)`` with ``returns = advantages + values``.
+    """
+    rewards, values = torch.as_tensor(rewards), torch.as_tensor(values)
+    terminated = torch.as_tensor(terminated, dtype=rewards.dtype)
+    next_values = torch.cat([values[1:], torch.as_tensor(last_value, dtype=values.dtype).unsqueeze(0)])
+    ended = terminated
+    if truncated is not None:
+        if final_values is None:
+            raise ValueError("truncated steps need final_values to bootstrap from")
+        cut = torch.as_tensor(truncated, dtype=rewards.dtype)
+        next_values = torch.where(cut.bool(), torch.as_tensor(final_values, dtype=values.dtype), next_values)
+        ended = torch.clamp(terminated + cut, max=1.0)
+    delta = rewards + gamma * next_values * (1.0 - terminated) - values
+    advantages = torch.zeros_like(delta)
+    last = torch.zeros_like(delta[0])
+    for s in reversed(range(delta.shape[0])):
+        last = delta[s] + gamma * gae_lambda * (1.0 - ended[s]) * last
+        advantages[s] = last
+    return advantages, advantages + values
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """``1 - Var[target - predicted] / Var[target]``: 1 is perfect, 0 no better than the mean.
+
+    NaN when the targets do not vary (nothing to explain).
+    """
+    var_y = float(torch.var(target, unbiased=False))
+    if var_y == 0.0:
+        return math.nan
+    return 1.0 - float(torch.var(target - predicted, unbiased=False)) / var_y
+
+
+# -- update ----------------------------------------------------------------------
+
+
+class Batch(NamedTuple):
+    """A rollout flattened to ``T * N`` samples, ready for minibatches."""
+
+    obs: dict[str, torch.Tensor]
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    values: torch.Tensor
+
+
+def make_batch(rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor) -> Batch:
+    return Batch(
+        obs={k: v.reshape(-1, *v.shape[2:]) for k, v in rollout.obs.items()},
+        actions=rollout.actions.reshape(-1),
+        logprobs=rollout.logprobs.reshape(-1),
+        advantages=advantages.reshape(-1),
+        returns=returns.reshape(-1),
+        values=rollout.values.reshape(-1),
+    )
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """What one PPO update did; losses, entropy and clip fraction are means over its minibatches."""
+
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float  # mean over the minibatches of the last epoch run
+    clip_fraction: float  # share of samples whose ratio left [1 - clip, 1 + clip]
+    explained_variance: float  # of the rollout's values for the GAE returns
+    epochs: int  # epochs run; fewer than update_epochs when target_kl stopped them
+
+
+def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
+    """The early-stop rule: stop the epochs once the policy moved further than ``target_kl``."""
+    return target_kl is not None and approx_kl > target_kl
+
+
+def ppo_update(
+    net: TopDRLNet, opt: torch.optim.Optimizer, batch: Batch, cfg: PPOConfig, *, shuffle_seed: int = 0
+) -> UpdateStats:
+    """Clipped-objective epochs over shuffled minibatches (Schulman et al., 2017).
+
+    Advantages are normalised per minibatch and the value loss is clipped around the
+    rollout's values, as CleanRL's ppo.py does. After each epoch the mean approximate
+    KL (the ``(r - 1) - log r`` estimator, J. Schulman, "Approximating KL divergence",
+    2020) is checked against ``cfg.target_kl``.
+    """
+    size = batch.actions.shape[0]
+    idx = np.arange(size)
+    mb = max(1, size // cfg.num_minibatches)
+    pg_sum = v_sum = ent_sum = clip_sum = 0.0
+    count = epochs = 0
+    epoch_kl = 0.0
+    for _ in range(cfg.update_epochs):
+        np.random.default_rng(shuffle_seed).shuffle(idx)
+        kls: list[float] = []
+        for lo in range(0, size, mb):
+            sel = torch.as_tensor(idx[lo : lo + mb])
+            logits, value = _policy_out(net, {k: v[sel] for k, v in batch.obs.items()})
+            dist = torch.distributions.Categorical(logits=logits)
+            logp = dist.log_prob(batch.actions[sel])
+            log_ratio = logp - batch.logprobs[sel]
+            ratio = log_ratio.exp()
+            a = batch.advantages[sel]
+            a = (a - a.mean()) / (a.std() + 1e-8)
+            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+            old_v, ret = batch.values[sel], batch.returns[sel]
+            v_clip = old_v + (value - old_v).clamp(-cfg.clip_coef, cfg.clip_coef)
+            vl = 0.5 * torch.max((value - ret) ** 2, (v_clip - ret) ** 2).mean()
+            # Masked actions have probability 0 and a finite log-probability, so this stays finite.
+            ent = -(dist.probs * dist.logits).sum(-1).mean()
+            loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+            opt.step()
+            with torch.no_grad():
+                kls.append(float(((ratio - 1) - log_ratio).mean()))
+                clip_sum += float(((ratio - 1).abs() > cfg.clip_coef).float().mean())
+            pg_sum += float(pg.detach())
+            v_sum += float(vl.detach())
+            ent_sum += float(ent.detach())
+            count += 1
+        epochs += 1
+        epoch_kl = float(np.mean(kls))
+        if kl_exceeded(epoch_kl, cfg.target_kl):
+            break
+    return UpdateStats(
+        policy_loss=pg_sum / count,
+        value_loss=v_sum / count,
+        entropy=ent_sum / count,
+        approx_kl=epoch_kl,
+        clip_fraction=clip_sum / count,
+        explained_variance=explained_variance(batch.values, batch.returns),
+        epochs=epochs,
+    )
+
+
+# -- training loop -------------------------------------------------------------------
+
+LOG_FIELDS = (
+    "update",
+    "steps",
+    "wall_s",
+    "episodes",
+    "mean_return",
+    "mean_episode_jct",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "epochs",
+    "eval_avg_jct",
+)
+
+
+def _round(x: float, digits: int) -> float | str:
+    return "" if math.isnan(x) else round(x, digits)
 
 
 def train(
@@ -185,25 +486,18 @@ def train(
         held_out_workload(env_cfg, workloads, cfg.eval_jobs, cfg.eval_compression) if cfg.eval_every else None
     )
 
-    n, t = cfg.num_envs, cfg.num_steps
-    space = envs.single_observation_space
-    buf_obs = {k: torch.zeros((t, n, *sp.shape), dtype=torch.float32) for k, sp in space.spaces.items()}
-    buf_act = torch.zeros((t, n), dtype=torch.long)
-    buf_logp = torch.zeros((t, n))
-    buf_rew = torch.zeros((t, n))
-    buf_done = torch.zeros((t, n))
-    buf_val = torch.zeros((t, n))
-
     # Each resumed segment reseeds from (seed, update) so a resumed run is reproducible too.
     obs, _ = envs.reset(seed=cfg.seed + 1000 * start_update)
     next_obs = _to_torch(obs)
-    next_done = torch.zeros(n)
-    ep_returns: list[float] = []
-    ep_jcts: list[float] = []
-    running_ret = np.zeros(n)
+    running_return = np.zeros(cfg.num_envs)
     t0 = time.perf_counter()
     last_eval = math.nan
     log_path = out / LOG
+    # A log started by an older version keeps its own columns; new ones are left out of it.
+    fields = list(LOG_FIELDS)
+    if log_path.is_file():
+        with log_path.open(newline="") as fh:
+            fields = next(csv.reader(fh), fields)
     new_log = not log_path.is_file()
     bar = None
     if progress:
@@ -211,124 +505,65 @@ def train(
 
         bar = tqdm(total=cfg.num_updates, initial=start_update, desc="ppo", unit="update")
     with log_path.open("a", newline="") as fh:
-        writer = csv.writer(fh)
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         if new_log:
-            writer.writerow(
-                [
-                    "update",
-                    "steps",
-                    "wall_s",
-                    "episodes",
-                    "mean_return",
-                    "mean_episode_jct",
-                    "policy_loss",
-                    "value_loss",
-                    "entropy",
-                    "approx_kl",
-                    "eval_avg_jct",
-                ]
-            )
+            writer.writeheader()
         for update in range(start_update + 1, cfg.num_updates + 1):
             if cfg.anneal_lr:
                 frac = 1.0 - (update - 1) / cfg.num_updates
                 opt.param_groups[0]["lr"] = frac * cfg.learning_rate
-            # -- rollout -----------------------------------------------------
-            for step in range(t):
-                for k in buf_obs:
-                    buf_obs[k][step] = next_obs[k]
-                buf_done[step] = next_done
-                with torch.no_grad():
-                    logits, value = _policy_out(net, next_obs)
-                    dist = torch.distributions.Categorical(logits=logits)
-                    action = dist.sample()
-                buf_act[step] = action
-                buf_logp[step] = dist.log_prob(action)
-                buf_val[step] = value
-                obs, reward, term, trunc, infos = envs.step(action.numpy())
-                done = np.logical_or(term, trunc)
-                buf_rew[step] = torch.as_tensor(reward, dtype=torch.float32)
-                next_obs, next_done = _to_torch(obs), torch.as_tensor(done, dtype=torch.float32)
-                running_ret += reward
-                for i in np.flatnonzero(done):
-                    ep_returns.append(float(running_ret[i]))
-                    running_ret[i] = 0.0
-                    final = infos.get("final_info", {})
-                    if "avg_jct" in final and final.get("_avg_jct", np.ones(n, bool))[i]:
-                        ep_jcts.append(float(final["avg_jct"][i]))
-            # -- GAE -----------------------------------------------------------
+            rollout = collect_rollout(net, envs, next_obs, running_return, cfg.num_steps)
+            next_obs, running_return = rollout.next_obs, rollout.running_return
             with torch.no_grad():
-                _, next_value = _policy_out(net, next_obs)
-                adv = torch.zeros((t, n))
-                last = torch.zeros(n)
-                for s in reversed(range(t)):
-                    if s == t - 1:
-                        nonterminal, nv = 1.0 - next_done, next_value
-                    else:
-                        nonterminal, nv = 1.0 - buf_done[s + 1], buf_val[s + 1]
-                    delta = buf_rew[s] + cfg.gamma * nv * nonterminal - buf_val[s]
-                    last = delta + cfg.gamma * cfg.gae_lambda * nonterminal * last
-                    adv[s] = last
-                returns = adv + buf_val
-            # -- update ----------------------------------------------------------
-            b_obs = {k: v.reshape(t * n, *v.shape[2:]) for k, v in buf_obs.items()}
-            b_act, b_logp = buf_act.reshape(-1), buf_logp.reshape(-1)
-            b_adv, b_ret, b_val = adv.reshape(-1), returns.reshape(-1), buf_val.reshape(-1)
-            idx = np.arange(t * n)
-            mb = max(1, (t * n) // cfg.num_minibatches)
-            pg_l = v_l = ent_l = kl = 0.0
-            for _ in range(cfg.update_epochs):
-                np.random.default_rng(cfg.seed + update).shuffle(idx)
-                for lo in range(0, t * n, mb):
-                    sel = torch.as_tensor(idx[lo : lo + mb])
-                    logits, value = _policy_out(net, {k: v[sel] for k, v in b_obs.items()})
-                    dist = torch.distributions.Categorical(logits=logits)
-                    logp = dist.log_prob(b_act[sel])
-                    ratio = (logp - b_logp[sel]).exp()
-                    a = b_adv[sel]
-                    a = (a - a.mean()) / (a.std() + 1e-8)
-                    pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
-                    v_clip = b_val[sel] + (value - b_val[sel]).clamp(-cfg.clip_coef, cfg.clip_coef)
-                    vl = 0.5 * torch.max((value - b_ret[sel]) ** 2, (v_clip - b_ret[sel]) ** 2).mean()
-                    # Masked actions have probability 0 and a finite log-probability, so this stays finite.
-                    ent = -(dist.probs * dist.logits).sum(-1).mean()
-                    loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
-                    opt.zero_grad()
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-                    opt.step()
-                    with torch.no_grad():
-                        kl = float(((ratio - 1) - (logp - b_logp[sel])).mean())
-                    pg_l, v_l, ent_l = float(pg.detach()), float(vl.detach()), float(ent.detach())
-            steps_done += t * n
+                _, last_value = _policy_out(net, next_obs)
+            adv, returns = compute_advantages(
+                rollout.rewards,
+                rollout.values,
+                rollout.terminated,
+                last_value,
+                cfg.gamma,
+                cfg.gae_lambda,
+                truncated=rollout.truncated,
+                final_values=rollout.final_values,
+            )
+            stats = ppo_update(
+                net, opt, make_batch(rollout, adv, returns), cfg, shuffle_seed=cfg.seed + update
+            )
+            steps_done += cfg.batch_size
             wall = wall_before + time.perf_counter() - t0
             eval_jct = math.nan
             if eval_wl is not None and (update % cfg.eval_every == 0 or update == cfg.num_updates):
                 eval_jct = last_eval = evaluate_net(net, env_cfg, eval_wl)
+            ep_returns, ep_jcts = rollout.episode_returns, rollout.episode_jcts
             writer.writerow(
-                [
-                    update,
-                    steps_done,
-                    round(wall, 1),
-                    len(ep_returns),
-                    round(float(np.mean(ep_returns)), 5) if ep_returns else "",
-                    round(float(np.mean(ep_jcts)), 1) if ep_jcts else "",
-                    round(pg_l, 5),
-                    round(v_l, 5),
-                    round(ent_l, 4),
-                    round(kl, 5),
-                    "" if math.isnan(eval_jct) else round(eval_jct, 1),
-                ]
+                {
+                    "update": update,
+                    "steps": steps_done,
+                    "wall_s": round(wall, 1),
+                    "episodes": len(ep_returns),
+                    "mean_return": round(float(np.mean(ep_returns)), 5) if ep_returns else "",
+                    "mean_episode_jct": round(float(np.mean(ep_jcts)), 1) if ep_jcts else "",
+                    "policy_loss": round(stats.policy_loss, 5),
+                    "value_loss": round(stats.value_loss, 5),
+                    "entropy": round(stats.entropy, 4),
+                    "approx_kl": round(stats.approx_kl, 5),
+                    "clip_fraction": round(stats.clip_fraction, 4),
+                    "explained_variance": _round(stats.explained_variance, 4),
+                    "epochs": stats.epochs,
+                    "eval_avg_jct": _round(eval_jct, 1),
+                }
             )
             fh.flush()
             if log is not None and not math.isnan(eval_jct):
                 log(f"update {update}: eval avg JCT {eval_jct:.0f} s")
-            ep_returns, ep_jcts = [], []
             if update % cfg.checkpoint_every == 0 or update == cfg.num_updates:
                 _save(out, net, env_cfg, opt, update, steps_done, wall, cfg)
             if bar is not None:
                 bar.update(1)
+                postfix = {"kl": f"{stats.approx_kl:.3f}", "clip": f"{stats.clip_fraction:.2f}"}
                 if not math.isnan(last_eval):
-                    bar.set_postfix(eval_jct=f"{last_eval:.0f}")
+                    postfix["eval_jct"] = f"{last_eval:.0f}"
+                bar.set_postfix(postfix)
     if bar is not None:
         bar.close()
     envs.close()
