@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 from slurmrl.replay.daemon_proc import DaemonSetup
-from slurmrl.replay.experiment import ReplayRequest, live_cluster, replay, resolve_conf, run_twin, save
-from slurmrl.replay.plan import plan_replay
+from slurmrl.replay.experiment import ReplayRequest, make_plan, replay, resolve_conf, run_twin
 from slurmrl.report.fidelity import format_fidelity, load_fidelity
-from slurmrl.sim.experiment import prepare
+from slurmrl.sim.experiment import prepare, save_run
+from slurmrl.sim.results import read_results
 
 POLICIES = ("slurm", "fifo-backfill", "qssf", "topdrl")
 
@@ -44,7 +44,6 @@ def main() -> int:
     args = ap.parse_args()
 
     conf = resolve_conf(os.environ.get("SLURM_CONF"))
-    live_cluster(conf)
     workload = prepare(trace=args.trace, cluster=conf, start=args.start, limit=args.limit)
     print(f"{len(workload.trace.jobs)} jobs from {args.trace} at hour {args.start / 3600:g}, "
           f"x{args.speedup:g}, on {workload.cluster.describe()}", flush=True)
@@ -54,21 +53,24 @@ def main() -> int:
         request = ReplayRequest(workload, args.speedup, setup, args.out / "live" / label, conf)
         t0 = time.monotonic()
         if args.twins_only:
-            plan = plan_replay(workload.trace, speedup=args.speedup, gpus_per_node=workload.cluster.max_gpus_per_node,
-                               submit_user=_user())
-            save(args.out / "sim" / label, run_twin(request, plan))
+            save_run(args.out / "sim" / label, run_twin(request, make_plan(request)))
         else:
             replay(request, say=lambda m: print(m, flush=True), twin_out=args.out / "sim" / label)
         print(f"{label}: {time.monotonic() - t0:.0f} s", flush=True)
     for fid in load_fidelity([args.out]):
         print(format_fidelity(fid))
+    for run in sorted((args.out / "live").iterdir()):
+        print(_timing(run, args.speedup))
     return 0
 
 
-def _user() -> str:
-    import getpass
-
-    return getpass.getuser()
+def _timing(folder: Path, speedup: float) -> str:
+    """Where live time goes: run times against the submitted sleeps, and the average wait."""
+    res = read_results(folder)
+    extra = [(r.run_time - r.duration) / speedup for r in res.records if r.run_time > 0]
+    mean = sum(extra) / len(extra) if extra else float("nan")
+    return (f"{folder.name}: run time over the sleep {mean:.2f} wall s on average (max {max(extra, default=0):.2f}); "
+            f"avg wait {res.summary.avg_wait / 3600:.2f} h; avg JCT {res.summary.avg_jct:,.0f} s")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,17 @@ and writes keep going to the real binaries.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.slurm.snapshot import Snapshot
 
 BINARIES = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
@@ -138,3 +141,20 @@ class Released:
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)
+
+
+def daemon_config(tmp: Path, account: str, **kw: object) -> DaemonConfig:
+    """The live tests' daemon: qssf + topology, deciding every second, scoped to ``account``'s jobs."""
+    base: dict[str, object] = dict(
+        policy="qssf",
+        placement="topology",
+        interval=1.0,
+        state_file=str(tmp / "state.json"),
+        audit_log=str(tmp / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=2.0,
+        scope=ScopeConfig(partitions=("gpu",), accounts=(account,)),
+        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
+    )
+    base.update(kw)
+    return DaemonConfig(**base)  # type: ignore[arg-type]

@@ -8,15 +8,16 @@ from pathlib import Path
 import click
 
 from slurmrl.cli.options import build_workload, progress_bar, workload_options
-from slurmrl.errors import SlurmrlError
 
 
 def _compare_line(live: dict[str, object], twin: dict[str, object]) -> str:
     def hours(v: object) -> str:
         return f"{float(v) / 3600:.2f} h" if isinstance(v, (int, float)) else "-"
 
+    from slurmrl.report.fidelity import relative_difference
+
     a, s = live.get("avg_jct"), twin.get("avg_jct")
-    diff = (float(a) / float(s) - 1) * 100 if isinstance(a, (int, float)) and isinstance(s, (int, float)) and s else float("nan")
+    diff = relative_difference(float(a), float(s)) * 100 if a is not None and s is not None else float("nan")
     return (f"avg JCT  Slurm {hours(a)}  simulator {hours(s)}  ({diff:+.1f}%)\n"
             f"p95 JCT  Slurm {hours(live.get('p95_jct'))}  simulator {hours(twin.get('p95_jct'))}\n"
             f"makespan Slurm {hours(live.get('makespan'))}  simulator {hours(twin.get('makespan'))}")
@@ -51,7 +52,7 @@ def replay(speedup: float, policy: str | None, placement: str | None, daemon_con
     stock Slurm schedules alone. Ctrl-C cancels every job the replay submitted.
     """
     from slurmrl.replay.daemon_proc import DaemonSetup
-    from slurmrl.replay.experiment import ReplayRequest, live_cluster, resolve_conf
+    from slurmrl.replay.experiment import ReplayRequest, resolve_conf
     from slurmrl.replay.experiment import replay as run
 
     if opts.get("cluster") or opts.get("scenario"):
@@ -66,10 +67,7 @@ def replay(speedup: float, policy: str | None, placement: str | None, daemon_con
 
         load_policy(DaemonConfig(policy=policy, placement=placement))  # deployable, non-preemptive, known
     conf = resolve_conf(slurm_conf)
-    cluster = live_cluster(conf)
     workload = build_workload(dict(opts, cluster=conf))
-    if workload.cluster.describe() != cluster.describe():
-        raise SlurmrlError(f"the workload's cluster ({workload.cluster.describe()}) is not the live one")
     setup = DaemonSetup(policy or "", placement, daemon_config) if (policy or daemon_config) else None
     request = ReplayRequest(workload, speedup, setup, out, conf, floor=floor, partition=partition)
     say = (lambda _m: None) if as_json else click.echo

@@ -19,7 +19,7 @@ from slurmrl.cli.options import (
     workload_options,
 )
 from slurmrl.errors import SlurmrlError
-from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy
+from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy, save_run
 from slurmrl.sim.seeds import SeedStat
 
 TABLE_COLUMNS = [
@@ -39,14 +39,6 @@ def _strict(value: object) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def save_run(out: Path, result: RunOutput) -> None:
-    """One run's result folder; ``speed_model`` also at the top of summary.json, as it changes every figure."""
-    from slurmrl.sim.results import write_results
-
-    summary = {**result.summary, "speed_model": result.meta["speed_model"]}
-    write_results(out, summary=summary, records=result.records, samples=result.samples, meta=result.meta)
 
 
 def _seed_dir(out: Path, seed: int) -> Path:

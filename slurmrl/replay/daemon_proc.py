@@ -19,7 +19,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurmrl.errors import SlurmrlError
+from slurmrl.daemon.record import Record
+from slurmrl.errors import ConfigError, SlurmrlError
 
 STOP_TIMEOUT = 120.0  # seconds for the daemon to revert and exit after SIGTERM
 START_TIMEOUT = 60.0  # seconds for its first cycle
@@ -108,12 +109,16 @@ class DaemonProcess:
             time.sleep(0.2)
         raise SlurmrlError(f"the daemon ran no cycle within {START_TIMEOUT:g} s", file=str(self.log_path))
 
-    def _cycles(self) -> int:
-        path = self.folder / "state.json"
+    def _record(self) -> Record | None:
+        """The daemon's state file as it reads it; None while it cannot be read."""
         try:
-            return int(json.loads(path.read_text(encoding="utf-8")).get("cycle", 0))
-        except (OSError, ValueError):
-            return 0
+            return Record.load(self.folder / "state.json")
+        except ConfigError:
+            return None
+
+    def _cycles(self) -> int:
+        record = self._record()
+        return record.cycle if record is not None else 0
 
     @property
     def alive(self) -> bool:
@@ -138,8 +143,7 @@ class DaemonProcess:
 
     def leftover_changes(self) -> int:
         """Jobs the daemon's record still lists (0 once it gave everything back)."""
-        path = self.folder / "state.json"
-        try:
-            return len(json.loads(path.read_text(encoding="utf-8")).get("jobs", {}))
-        except (OSError, ValueError):
-            return 0
+        record = self._record()
+        if record is None:
+            raise SlurmrlError("the daemon's state file cannot be read", file=str(self.folder / "state.json"))
+        return len(record.jobs)

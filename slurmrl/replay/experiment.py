@@ -16,17 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from slurmrl import __version__
-from slurmrl.cluster.from_slurm import load_slurm_cluster, slurm_conf_path
-from slurmrl.cluster.model import Cluster
+from slurmrl.cluster.from_slurm import slurm_conf_path
 from slurmrl.errors import SlurmrlError
+from slurmrl.policy.base import Policy
 from slurmrl.replay.daemon_proc import DaemonProcess, DaemonSetup, daemon_config_text
 from slurmrl.replay.plan import DEFAULT_FLOOR, ReplayPlan, plan_replay, submitted_trace
 from slurmrl.replay.records import job_record, placement_of, samples_of
 from slurmrl.replay.runner import Replay, ReplayState, clear_leftovers
 from slurmrl.replay.slurm_jobs import SlurmJobs
-from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, offered_load, run_policy, workload_meta
-from slurmrl.sim.results import write_results
+from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, offered_load, run_policy, save_run
 
 STOCK = "slurm"  # the policy label of stock Slurm (no daemon), live and simulated
 STOCK_TWIN_PLACEMENT = "first-fit"  # select/cons_tres fills the lowest-numbered nodes that fit
@@ -53,10 +51,6 @@ class ReplayResult:
     wall: float  # wall seconds of the live run
 
 
-def live_cluster(slurm_conf: str) -> Cluster:
-    return load_slurm_cluster(slurm_conf)
-
-
 def resolve_conf(slurm_conf: str | None) -> str:
     return str(slurm_conf_path(slurm_conf or os.environ.get("SLURM_CONF")))
 
@@ -76,29 +70,30 @@ def policy_label(setup: DaemonSetup | None) -> tuple[str, str]:
     return setup.policy, setup.placement or policy_entry(setup.policy).default_placement
 
 
-def twin_workload(request: ReplayRequest, plan: ReplayPlan) -> Workload:
-    trace = submitted_trace(request.workload.trace, plan)
-    w = request.workload
-    return replace(w, trace=trace, offered_load=offered_load(trace, w.cluster))
+def make_plan(request: ReplayRequest) -> ReplayPlan:
+    """What ``request`` submits; the same plan every time for the same request and user."""
+    return plan_replay(request.workload.trace, speedup=request.speedup,
+                       gpus_per_node=request.workload.cluster.max_gpus_per_node,
+                       floor=request.floor, submit_user=getpass.getuser())
 
 
 def run_twin(request: ReplayRequest, plan: ReplayPlan) -> RunOutput:
     """The simulator on exactly what was submitted, speed model none."""
-    from slurmrl.policy.registry import make_policy
-
-    workload = twin_workload(request, plan)
+    w = request.workload
+    trace = submitted_trace(w.trace, plan)
+    workload = replace(w, trace=trace, offered_load=offered_load(trace, w.cluster))
     settings = SimSettings(speed_model="none")
-    policy, placement = policy_label(request.setup)
+    extra = {"source": "simulator", "speedup": plan.speedup}
     if request.setup is None:
-        obj = stock_policy(request.slurm_conf, plan.speedup)
-        out = run_policy(workload, obj, placement=STOCK_TWIN_PLACEMENT, settings=settings)
-        meta = {**out.meta, "policy": STOCK, "placement": STOCK_TWIN_PLACEMENT}
-        return replace(out, meta={**meta, "source": "simulator", "speedup": plan.speedup})
-    out = run_policy(workload, make_policy(policy, placement), placement=placement, settings=settings)
-    return replace(out, meta={**out.meta, "policy": policy, "source": "simulator", "speedup": plan.speedup})
+        out = run_policy(workload, stock_policy(request.slurm_conf, plan.speedup),
+                         placement=STOCK_TWIN_PLACEMENT, settings=settings)
+        return replace(out, meta={**out.meta, "policy": STOCK, **extra})
+    policy, placement = policy_label(request.setup)
+    out = run_policy(workload, policy, placement=placement, settings=settings)
+    return replace(out, meta={**out.meta, **extra})
 
 
-def stock_policy(slurm_conf: str, speedup: float):
+def stock_policy(slurm_conf: str, speedup: float) -> Policy:
     """The simulator's ``slurm`` policy with the live cluster's scheduler settings, on trace time."""
     from slurmrl.policy.ordering.multifactor import make_slurm
     from slurmrl.policy.registry import make_placement
@@ -108,46 +103,40 @@ def stock_policy(slurm_conf: str, speedup: float):
     return make_slurm(make_placement(STOCK_TWIN_PLACEMENT), settings=settings)
 
 
-def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, version: str, wall: float) -> RunOutput:
+def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, twin: RunOutput,
+                version: str, wall: float) -> RunOutput:
+    """The live run's records and summary; its meta is the twin's (same workload, cluster and
+    settings, so the two pair up) with what only the live run knows."""
     from slurmrl.sim.metrics import summarize
 
     cluster = request.workload.cluster
-    records, placements = [], []
+    by_trace = {}
     for job in plan.jobs:
         seen = state.seen.get(state.ids.get(job.trace_id, ""))
-        records.append(job_record(plan, job, seen, state.origin, cluster))
-        placements.append(placement_of(seen, cluster) if seen is not None else None)
-    by_trace = {r.job_id: r for r in records}
-    records = [by_trace[j.job_id] for j in request.workload.trace.jobs]
-    by_plan = dict(zip((j.trace_id for j in plan.jobs), placements, strict=True))
-    samples = samples_of(records, [by_plan[r.job_id] for r in records], cluster)
+        by_trace[job.trace_id] = (job_record(plan, job, seen, state.origin, cluster),
+                                  placement_of(seen, cluster) if seen is not None else None)
+    ordered = [by_trace[j.job_id] for j in request.workload.trace.jobs]
+    records = [r for r, _ in ordered]
+    samples = samples_of(records, [p for _, p in ordered], cluster)
     summary = summarize(records, samples, cluster, wall_seconds=wall).to_dict()
     policy, placement = policy_label(request.setup)
-    w = twin_workload(request, plan)
-    meta: dict[str, object] = {
-        "policy": policy, "placement": placement, "deployable": True, "workload": w.label,
-        "trace": w.trace.source, "cluster": cluster.describe(), "seed": w.seed, **workload_meta(w),
-        **SimSettings(speed_model="none").as_meta(), "version": __version__,
-        "source": "slurm", "slurm_version": version, "speedup": plan.speedup,
-        "daemon": request.setup is not None, "floor": plan.floor, "late_submit_s": round(state.late, 3),
-    }
+    meta = {k: v for k, v in twin.meta.items() if k != "decisions"}
+    meta.update(
+        policy=policy, placement=placement, deployable=True, source="slurm", slurm_version=version,
+        daemon=request.setup is not None, floor=plan.floor, late_submit_s=round(state.late, 3),
+    )
     return RunOutput(summary, tuple(records), tuple(samples), meta)
-
-
-def save(out: Path, result: RunOutput) -> None:
-    summary = {**result.summary, "speed_model": result.meta["speed_model"]}
-    write_results(out, summary=summary, records=result.records, samples=result.samples, meta=result.meta)
 
 
 def replay(request: ReplayRequest, *, say: Callable[[str], None] = print,
            progress: Callable[[int], None] | None = None, twin_out: Path | None = None) -> ReplayResult:
     """Run the replay, write its results (and the twin's, when asked) and return both."""
+    from slurmrl.slurm.cli_backend import CliBackend
+
     env = {"SLURM_CONF": request.slurm_conf}
     jobs = SlurmJobs(env)
-    version = jobs.version()
-    per_node = request.workload.cluster.max_gpus_per_node
-    plan = plan_replay(request.workload.trace, speedup=request.speedup, gpus_per_node=per_node,
-                       floor=request.floor, submit_user=getpass.getuser())
+    version = CliBackend(conf=request.slurm_conf, env=env).version()
+    plan = make_plan(request)
     policy_label(request.setup)  # a bad config file fails here, before anything is submitted
     request.out.mkdir(parents=True, exist_ok=True)
     daemon = None
@@ -160,11 +149,11 @@ def replay(request: ReplayRequest, *, say: Callable[[str], None] = print,
     state = Replay(plan, jobs, request.out, daemon=daemon, partition=request.partition,
                    poll=request.poll, progress=progress).run()
     wall = time.monotonic() - t0
-    live = live_output(request, plan, state, version, wall)
-    save(request.out, live)
     twin = run_twin(request, plan)
+    live = live_output(request, plan, state, twin, version, wall)
+    save_run(request.out, live)
     if twin_out is not None:
-        save(twin_out, twin)
+        save_run(twin_out, twin)
     unfinished = live.summary.get("unfinished", 0)
     if unfinished:
         raise SlurmrlError(f"{unfinished} replayed job(s) did not finish", file=str(request.out / "jobs.csv"))

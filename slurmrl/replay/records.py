@@ -81,8 +81,7 @@ def job_record(plan: ReplayPlan, job: ReplayJob, seen: Observed | None, origin: 
     placement = placement_of(seen, cluster)
     racks = len({cluster.nodes[cluster.node_index[n]].rack for n in seen.nodes if n in cluster.node_index})
     worst = int(cluster.worst_link(placement)) if placement is not None else -1
-    ran_until = seen.end if seen.end is not None else None
-    run_time = (ran_until - seen.start) * k if ran_until is not None and seen.start is not None else 0.0
+    run_time = (seen.end - seen.start) * k if seen.end is not None and seen.start is not None else 0.0
     return JobRecord(
         job.trace_id, user, job.account, "", job.gpus, trace_time(seen.submit), start, end, duration,
         run_time, seen.restarts, len(seen.nodes), racks, worst, limit, seen.state == "TIMEOUT", duration,

@@ -98,16 +98,7 @@ class SlurmJobs:
                     except JobNotFound:
                         pass
 
-    def version(self) -> str:
-        text = call(["scontrol", "--version"], timeout=self.timeout, env=self.env).stdout
-        return text.split()[-1] if text.split() else ""
-
 
 def _numeric(job_id: str) -> tuple[int, str]:
     head = job_id.split("_", 1)[0]
     return (int(head) if head.isdigit() else 0, job_id)
-
-
-def ours(jobs: Sequence[SlurmJob], ids: Iterable[str]) -> dict[str, SlurmJob]:
-    wanted = set(ids)
-    return {j.job_id: j for j in jobs if j.job_id in wanted}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from slurmrl import __version__
 from slurmrl.cluster.model import Cluster
@@ -217,6 +218,14 @@ def run_policy(
         "version": __version__,
     }
     return RunOutput(summary, result.records, result.samples, meta)
+
+
+def save_run(out: str | Path, result: RunOutput) -> None:
+    """One run's result folder; ``speed_model`` also at the top of summary.json, as it changes every figure."""
+    from slurmrl.sim.results import write_results
+
+    summary = {**result.summary, "speed_model": result.meta["speed_model"]}
+    write_results(out, summary=summary, records=result.records, samples=result.samples, meta=result.meta)
 
 
 def workload_meta(workload: Workload) -> dict[str, object]:

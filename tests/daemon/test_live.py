@@ -18,9 +18,9 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, Released, cancel, every_node, show, site, state, wait_for
+from live_slurm import SUBMITTED, Released, cancel, daemon_config, every_node, show, site, state, wait_for
 
-from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
@@ -46,19 +46,7 @@ def cleanup():
 
 
 def make_config(tmp: Path, **kw) -> DaemonConfig:
-    base = dict(
-        policy="qssf",
-        placement="topology",
-        interval=1.0,
-        state_file=str(tmp / "state.json"),
-        audit_log=str(tmp / "audit.jsonl"),
-        backoff_initial=1.0,
-        backoff_max=2.0,
-        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
-        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
-    )
-    base.update(kw)
-    return DaemonConfig(**base)
+    return daemon_config(tmp, ACCOUNT, **kw)
 
 
 def write_toml(path: Path, cfg: DaemonConfig) -> None:

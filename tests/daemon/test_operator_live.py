@@ -23,9 +23,20 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py; its commands keep to the real binaries
 import pytest
-from live_slurm import REAL, SUBMITTED, Released, every_node, show, site, slurm, state, wait_for
+from live_slurm import (
+    REAL,
+    SUBMITTED,
+    Released,
+    daemon_config,
+    every_node,
+    show,
+    site,
+    slurm,
+    state,
+    wait_for,
+)
 
-from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
@@ -67,17 +78,7 @@ def as_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def config(tmp: Path) -> DaemonConfig:
-    return DaemonConfig(
-        policy="qssf",
-        placement="topology",
-        interval=1.0,
-        state_file=str(tmp / "state.json"),
-        audit_log=str(tmp / "audit.jsonl"),
-        backoff_initial=1.0,
-        backoff_max=2.0,
-        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
-        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
-    )
+    return daemon_config(tmp, ACCOUNT)
 
 
 def write_toml(path: Path, cfg: DaemonConfig) -> None:

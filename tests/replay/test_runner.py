@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmrl.replay.plan import NAME_PREFIX, plan_replay
+from slurmrl.replay.plan import plan_replay
 from slurmrl.replay.runner import LEDGER, Interrupted, Replay, clear_leftovers
 from slurmrl.slurm.snapshot import SlurmJob
 from slurmrl.traces.schema import Trace, TraceJob
@@ -79,7 +79,6 @@ def test_leftovers_of_an_earlier_replay_are_cancelled_first() -> None:
     said: list[str] = []
     clear_leftovers(fake, said.append)
     assert fake.cancelled == ["7", "8"] and "2 job(s)" in said[0]
-    assert NAME_PREFIX.startswith("slurmrl-replay")
 
 
 class ForgetfulJobs(FakeJobs):
