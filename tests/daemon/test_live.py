@@ -59,11 +59,16 @@ def write_toml(path: Path, cfg: DaemonConfig) -> None:
     )
 
 
+FILL_SETTLE = 3.0  # seconds fillers must keep running before they count as holding their GPUs
+
+
 def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
     """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node.
 
-    A filler that ends before it runs is submitted again: after slurmctld loses its state it
-    hands out job ids again, and a slurmd refuses the credential of an id it saw revoked.
+    A filler that ends before it runs, or right after it started, is submitted again: after
+    slurmctld loses its state it hands out job ids again, and a slurmd refuses the credential
+    of an id it saw revoked, which can fail a job the controller already showed as running.
+    So the fillers must still be running a few seconds after they all started.
     """
     wanted = [(node, n) for node, counts in layout.items() for n in counts]
     ids = [sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, n in wanted]
@@ -74,8 +79,14 @@ def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
                 ids[k] = sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL)
         return all(state(j) == "RUNNING" for j in ids)
 
+    def settled() -> bool:
+        if not running():
+            return False
+        time.sleep(FILL_SETTLE)
+        return running()
+
     try:
-        wait_for(running, 60, "filler jobs to run")
+        wait_for(settled, 90, "filler jobs to run")
     except BaseException:
         queue = subprocess.run(["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30)
         nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30)
@@ -198,7 +209,13 @@ def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Pat
             subprocess.run(
                 ["scontrol", "update", f"JobId={a}", "AdminComment=ticket 7"], check=True, timeout=30
             )
-        wait_for(lambda: site(a) == 1000, 30, "the top site factor after the restart")
+        try:
+            wait_for(lambda: site(a) == 1000, 30, "the top site factor after the restart")
+        except BaseException:
+            queue = subprocess.run(["squeue", "-h", "-o", "%i %T %r %N %Q"], capture_output=True, text=True, timeout=30)
+            print(f"a={a} {state(a)} site={site(a)} b={b} {state(b)} site={site(b)}\nqueue:\n{queue.stdout}")
+            print("last cycles:", *cycles()[-3:], sep="\n")
+            raise
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
         output = proc.stdout.read() if proc.stdout else ""
