@@ -351,8 +351,10 @@ def plan_cycle(
         target = site_factor_for(rank, count, top)
         starving = job.submit_time < oldest
         if site_mode:
-            current = entry.site_factor if entry is not None else None
-            have = current if current is not None else (job.site_factor or 0)
+            # What Slurm shows now wins over what the record says was set: a controller
+            # restarted from an older saved state loses values the daemon applied.
+            recorded = entry.site_factor if entry is not None else None
+            have = job.site_factor if job.site_factor is not None else (recorded or 0)
             demote_blocked = starving and target < have
             if demote_blocked:
                 target = have
@@ -366,8 +368,7 @@ def plan_cycle(
                 add((2, rank), Change(jid, "site_factor", have, target, why, orig=job.site_factor or 0))
         else:
             value = config.priority_base + target
-            current_p = entry.priority if entry is not None else None
-            have_p = current_p if current_p is not None else job.priority
+            have_p = job.priority if job.priority is not None else (entry.priority if entry is not None else None)
             demote_blocked = starving and have_p is not None and value < have_p
             if demote_blocked:
                 value = have_p  # type: ignore[assignment]
