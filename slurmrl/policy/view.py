@@ -46,6 +46,10 @@ class JobView:
     required_nodes: tuple[str, ...] = ()
     exclusive: bool = False
     max_node_count: int | None = None
+    # Elastic ("fungible") jobs: the (min, max) GPU counts the job may run
+    # with; a policy may start it on any count in the range. None = rigid:
+    # it runs on exactly ``gpus``.
+    gpu_range: tuple[int, int] | None = None
 
     def running(self, start_time: float, placement: Placement) -> JobView:
         """This job as it runs from ``start_time`` on ``placement``.
@@ -56,8 +60,15 @@ class JobView:
         return JobView(
             self.job_id, self.gpus, self.submit_time, self.user, self.group, self.time_limit, self.name,
             self.model, self.num_nodes, self.gpu_type, start_time, placement, self.attained_service,
-            self.preemptions, self.spread_at,
+            self.preemptions, self.spread_at, gpu_range=self.gpu_range,
         )
+
+    def accepts_gpus(self, count: int) -> bool:
+        """Whether this job may run on ``count`` GPUs (exactly ``gpus`` unless elastic)."""
+        if self.gpu_range is None:
+            return count == self.gpus
+        low, high = self.gpu_range
+        return low <= count <= high
 
     def max_nodes(self, now: float) -> int | None:
         """The most nodes this job may span at ``now``; None when any number will do."""
