@@ -10,6 +10,7 @@ import click
 
 from slurmrl.errors import SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
+from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
 from slurmrl.sim.locality import Locality, parse_locality
 
@@ -32,6 +33,13 @@ def _removed_load(ctx: click.Context, param: click.Parameter, value: float | Non
 def _locality(ctx: click.Context, param: click.Parameter, value: str) -> Locality:
     try:
         return parse_locality(value)
+    except SlurmrlError as exc:
+        raise click.BadParameter(f"{exc.message} ({exc.hint})" if exc.hint else exc.message) from None
+
+
+def _elastic(ctx: click.Context, param: click.Parameter, value: str) -> ElasticRule:
+    try:
+        return parse_elastic(value)
     except SlurmrlError as exc:
         raise click.BadParameter(f"{exc.message} ({exc.hint})" if exc.hint else exc.message) from None
 
@@ -82,6 +90,9 @@ def sim_options(f: Callable) -> Callable:
                      help="Let policies see model classes the simulator drew where the trace has none."),
         click.option("--reference-gpu", default="", help="GPU type the trace's durations were measured on "
                      "[default: the cluster's most common]."),
+        click.option("--elastic", default="off", show_default=True, callback=_elastic,
+                     help="Elastic jobs: off, or fraction:F (a seeded share F of jobs may run on half to "
+                          "twice their GPUs, in powers of two; see slurmrl.sim.elastic)."),
         click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Run seeds SEED..SEED+N-1 and report mean and 95% CI per metric."),
     ]
@@ -98,6 +109,7 @@ def build_settings(opts: dict) -> SimSettings:
         enforce_limits=opts.pop("enforce_limits", False),
         reveal_models=opts.pop("reveal_models", False),
         reference_gpu=opts.pop("reference_gpu", ""),
+        elastic=opts.pop("elastic", ElasticRule()),
     )
 
 
@@ -138,6 +150,8 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
     flags = f"; speed model {settings.speed_model}, locality {settings.locality}"
     if settings.enforce_limits:
         flags += ", time limits enforced"
+    if settings.elastic.on:
+        flags += f", elastic {settings.elastic}"
     if settings.reveal_models:
         flags += "; REVEALED MODELS (policies saw drawn model classes)"
     return (f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "

@@ -19,6 +19,7 @@ from slurmrl.cli.options import (
     workload_options,
 )
 from slurmrl.errors import SlurmrlError
+from slurmrl.policy.base import Policy
 from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy, save_run
 from slurmrl.sim.seeds import SeedStat
 
@@ -31,8 +32,14 @@ TABLE_COLUMNS = [
 def _run(workload: Workload, policy: str, placement: str | None, settings: SimSettings,
          show_progress: bool) -> RunOutput:
     label = f"{policy}" + (f"+{placement}" if placement else "")
+    target: str | Policy = policy
+    if Path(policy).is_dir():  # a trained checkpoint folder (e.g. `slurmrl train --out DIR`)
+        from slurmrl.policy.registry import make_placement
+        from slurmrl.rl.topdrl import TopDRLPolicy
+
+        target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
     with progress_bar(len(workload.trace.jobs), label, show_progress) as bar:
-        return run_policy(workload, policy, placement=placement, settings=settings, progress=bar)
+        return run_policy(workload, target, placement=placement, settings=settings, progress=bar)
 
 
 def _strict(value: object) -> object:
@@ -125,7 +132,8 @@ def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[st
         places = [p.strip() for p in placements.split(",") if p.strip()]
         pairs = [(n, p) for n, fixed in pairs for p in ([fixed] if fixed else places)]
     for name, place in pairs:
-        policy_entry(name)
+        if not Path(name).is_dir():  # a checkpoint folder is checked when it loads
+            policy_entry(name)
         if place:
             placement_entry(place)
     return pairs

@@ -232,6 +232,14 @@ class PerformanceModel:
     def _shape_time(self, prof: ModelProfile, tier: LinkTier, counts: tuple[int, ...]) -> float:
         return prof.compute_ms_per_iter / 1000.0 + self._comm_seconds(prof, tier, counts)
 
+    def exchange_seconds(self, prof: ModelProfile, tier: LinkTier, counts: tuple[int, ...]) -> float:
+        """Seconds one gradient exchange of ``prof`` takes over ``tier`` with these per-node GPU counts."""
+        return self._comm_seconds(prof, tier, counts)
+
+    def ideal_shape(self, gpus: int) -> tuple[LinkTier, tuple[int, ...]]:
+        """The best tier and per-node GPU counts this cluster allows for ``gpus`` (see ``_ideal_shape``)."""
+        return self._ideal_shape(gpus)
+
     def iteration_time(self, model: str, placement: Placement) -> float:
         """Seconds per training iteration of ``model`` on ``placement``."""
         counts = tuple(sorted((len(a.gpus) for a in placement.allocs), reverse=True))

@@ -48,6 +48,11 @@ register_policy(
     "estimated GPU-time first, estimates learned from users' finished jobs (Helios SC'21)",
 )
 register_policy(
+    "afs", "slurmrl.policy.elastic.afs:make_afs",
+    "elastic: starts jobs on their smallest allowed GPU count, grows them by marginal gain (AFS NSDI'21); rigid jobs first-fit",
+    default_placement="consolidate",
+)
+register_policy(
     "topdrl", "slurmrl.rl.topdrl:make_topdrl",
     "TopDRL-style RL agent (CNN over the GPU grid) picks jobs; trained on Philly weeks 1-2",
     default_placement="topology",

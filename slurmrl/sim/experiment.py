@@ -20,6 +20,7 @@ from slurmrl.errors import ConfigError, SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
+from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -56,6 +57,10 @@ class SimSettings:
     enforce_limits: bool = False
     reveal_models: bool = False
     reference_gpu: str = ""
+    elastic: ElasticRule = ElasticRule()  # "off" or "fraction:F" strings are parsed
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "elastic", parse_elastic(self.elastic))
 
     def as_meta(self) -> dict[str, object]:
         return {
@@ -64,6 +69,7 @@ class SimSettings:
             "enforce_limits": self.enforce_limits,
             "reveal_models": self.reveal_models,
             "reference_gpu": self.reference_gpu,
+            "elastic": str(self.elastic),
         }
 
 
@@ -76,6 +82,7 @@ def sim_config(settings: SimSettings, seed: int) -> SimConfig:
         enforce_time_limits=settings.enforce_limits,
         reveal_models=settings.reveal_models,
         reference_gpu=settings.reference_gpu,
+        elastic=settings.elastic,
     )
 
 
@@ -221,10 +228,12 @@ def run_policy(
 
 
 def save_run(out: str | Path, result: RunOutput) -> None:
-    """One run's result folder; ``speed_model`` also at the top of summary.json, as it changes every figure."""
+    """One run's result folder; ``speed_model`` (and ``elastic`` when on) also at the top of summary.json, as they change every figure."""
     from slurmrl.sim.results import write_results
 
     summary = {**result.summary, "speed_model": result.meta["speed_model"]}
+    if result.meta.get("elastic", "off") != "off":
+        summary["elastic"] = result.meta["elastic"]
     write_results(out, summary=summary, records=result.records, samples=result.samples, meta=result.meta)
 
 

@@ -28,8 +28,11 @@ class JobRecord:
     time_limit: float  # NaN when none
     killed_at_limit: bool = False
     # The shortest time the job could run anywhere on this cluster under the
-    # run's speed model (its duration unless faster GPUs exist): the bounds'
-    # processing time. NaN in files written before it was recorded.
+    # run's speed model (its duration unless faster GPUs exist, or, for an
+    # elastic job, its duration at the fastest count of its range): the
+    # bounds' processing time. The bounds still charge an elastic job its
+    # traced GPU count, so with --elastic they are estimates, not proofs.
+    # NaN in files written before it was recorded.
     best_time: float = float("nan")
 
     @property

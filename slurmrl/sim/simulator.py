@@ -12,6 +12,14 @@ at ``speed <= 1`` given its placement and its neighbours (from
 :class:`~slurmrl.perf.PerformanceModel`). Whenever a job starts or stops, the
 speeds of the jobs that share a node with it (or a rack switch, for
 multi-node jobs) are recomputed and their completions rescheduled.
+
+Elastic jobs (``SimConfig.elastic``) may start on any GPU count of their
+range. A trace's duration is the job's run time on its traced count; on
+``n`` GPUs its speed is multiplied by throughput(n) / throughput(traced)
+from :mod:`slurmrl.perf.scaling`, placement and neighbours acting as for any
+job. A policy resizes a running elastic job by preempting it and starting it
+again, in the same decisions, on another count: the preemption charges the
+checkpoint-restart cost once.
 """
 
 from __future__ import annotations
@@ -26,17 +34,22 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.perf import PerformanceModel, canonical_model, model_for
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
+from slurmrl.perf.scaling import ScalingModel
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
 from slurmrl.sim.locality import Locality, parse_locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.traces.schema import Trace, TraceJob
 
-# Checkpoint-and-restore cost charged to a preempted job when it restarts.
-# Tiresias (Gu et al., NSDI'19) and Gandiva (Xiao et al., OSDI'18) report
-# suspend/resume of DL jobs taking from about a second to tens of seconds
-# depending on model size; 30 s is a middle-of-the-range default.
+# Checkpoint-and-restore cost charged to a preempted job when it restarts,
+# and so to every resize of an elastic job (a stop and a start at another
+# GPU count). Tiresias (Gu et al., NSDI'19) and Gandiva (Xiao et al.,
+# OSDI'18) report suspend/resume of DL jobs taking from about a second to
+# tens of seconds depending on model size; Pollux's simulator charges each
+# re-allocation exactly 30 s of checkpoint-restart delay (petuum/adaptdl
+# osdi21-artifact, simulator/simulator.py, Job.reallocate), the value used here.
 DEFAULT_RESTART_OVERHEAD_S = 30.0
 
 
@@ -73,10 +86,13 @@ class SimConfig:
     # GPU type the trace's durations were measured on; "" = the cluster's most
     # common type, so a homogeneous cluster runs every job at its trace speed.
     reference_gpu: str = ""
+    # Which jobs may run on other GPU counts (see slurmrl.sim.elastic); off by default.
+    elastic: ElasticRule = ElasticRule()
 
     def __post_init__(self) -> None:
         check_speed_model(self.speed_model)
         object.__setattr__(self, "locality", parse_locality(self.locality))
+        object.__setattr__(self, "elastic", parse_elastic(self.elastic))
 
 
 @dataclass(frozen=True)
@@ -164,10 +180,12 @@ class Simulator:
         self._pass_due = False
         self._wake_pending: float | None = None
         self.finished_count = 0
+        self.scaling = ScalingModel(self.perf)
         locality = config.locality
         for job in trace.jobs:
             model = canonical_model(job.model, job.job_id, config.seed) if job.model else model_for(job.job_id, config.seed)
             nodes, spread_after = locality.request(job.num_gpus, job.num_nodes, cluster)
+            gpu_range = self._gpu_range(job, model) if config.elastic.on else None
             view = JobView(
                 job_id=job.job_id,
                 gpus=job.num_gpus,
@@ -180,12 +198,20 @@ class Simulator:
                 num_nodes=nodes,
                 gpu_type=job.gpu_type,
                 spread_at=job.submit_time + spread_after,
+                gpu_range=gpu_range,
             )
             self.runs[job.job_id] = _Run(job, view, model)
             self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
             if nodes is not None and nodes < job.num_gpus and math.isfinite(spread_after):
                 # Delay scheduling: look at the job again once it may spread.
                 self.events.schedule(view.spread_at, WAKE, (_SPREAD, job.job_id, 0))
+
+    def _gpu_range(self, job: TraceJob, model: str) -> tuple[int, int] | None:
+        """The job's elastic range under the configured rule (None: rigid)."""
+        return self.config.elastic.gpu_range(
+            job.job_id, job.num_gpus, self.config.seed,
+            useful=self.scaling.useful_gpus(model), total=self.cluster.total_gpus,
+        )
 
     # -- the backend surface: views out, decisions in ---------------------
 
@@ -230,9 +256,10 @@ class Simulator:
             if start.job_id not in self.pending:
                 raise PolicyError(f"policy started job {start.job_id}, which is not pending")
             view = self.pending[start.job_id]
-            if start.placement.num_gpus != view.gpus:
+            if not view.accepts_gpus(start.placement.num_gpus):
+                asked = view.gpus if view.gpu_range is None else "{}-{}".format(*view.gpu_range)
                 raise PolicyError(
-                    f"policy gave job {start.job_id} {start.placement.num_gpus} GPUs; it asked for {view.gpus}"
+                    f"policy gave job {start.job_id} {start.placement.num_gpus} GPUs; it asked for {asked}"
                 )
             if not self.pool.is_free(start.placement):
                 raise PolicyError(f"policy placed job {start.job_id} on GPUs that are not free: {start.placement}")
@@ -363,6 +390,8 @@ class Simulator:
         if not self._colocation:
             # Nobody can change this job's speed until it stops: schedule its end now.
             run.speed = self.perf.static_speed(run.model, placement)
+            if placement.num_gpus != run.job.num_gpus:
+                run.speed *= self._count_factor(run, placement)
             run.ends_at = run.due = min(now + run.remaining / run.speed, run.kill_at)
             run.version += 1
             self.events.schedule(run.due, COMPLETION, (_END, job_id, run.version))
@@ -394,7 +423,7 @@ class Simulator:
                 run.view,
                 start_time=None,
                 placement=None,
-                attained_service=run.view.attained_service + run.view.gpus * (now - run.started_at),
+                attained_service=run.view.attained_service + placement.num_gpus * (now - run.started_at),
                 preemptions=run.preemptions,
             )
             self.pending[job_id] = run.view
@@ -416,8 +445,15 @@ class Simulator:
             dirty.setdefault(other, False)
         dirty.pop(job_id, None)
 
+    def _count_factor(self, run: _Run, placement: Placement) -> float:
+        """Speed on this placement's GPU count over the traced count's (elastic starts only)."""
+        return self.scaling.count_factor(run.model, placement.num_gpus, run.job.num_gpus)
+
     def _add_load(self, job_id: str, run: _Run, placement: Placement) -> None:
-        terms = run.load = self.perf.job_terms(run.model, placement)
+        terms = self.perf.job_terms(run.model, placement)
+        if placement.num_gpus != run.job.num_gpus:
+            terms = replace(terms, placement_factor=terms.placement_factor * self._count_factor(run, placement))
+        run.load = terms
         sens, nodes, racks, core = terms.sensitivity, terms.nodes, terms.racks, terms.crosses_core
         for node in nodes:
             self._on_node[node][job_id] = None
@@ -515,5 +551,13 @@ class Simulator:
             worst_link=int(self.cluster.worst_link(p)) if p else -1,
             time_limit=run.job.time_limit if run.job.time_limit is not None else math.nan,
             killed_at_limit=run.killed,
-            best_time=run.job.duration / self.perf.best_speed(run.model),
+            best_time=run.job.duration / self.perf.best_speed(run.model) / self._best_count_factor(run),
         )
+
+    def _best_count_factor(self, run: _Run) -> float:
+        """How much faster than its traced count an elastic job can run at best (1 for rigid jobs)."""
+        if run.view.gpu_range is None:
+            return 1.0
+        low, high = run.view.gpu_range
+        g = run.job.num_gpus
+        return max(self.scaling.count_factor(run.model, n, g) for n in range(low, high + 1))

@@ -1,0 +1,1 @@
+"""Policies that choose GPU counts for elastic jobs (``JobView.gpu_range``)."""
