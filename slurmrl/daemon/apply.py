@@ -23,6 +23,7 @@ from slurmrl.daemon.plan import PIN_FIELDS, Change
 from slurmrl.daemon.record import Record, Touched
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import SlurmBackend
+from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, MungeError, PermissionDenied, RateLimited
 
 # Controller-wide errors: further updates in this batch would fail the same way.
@@ -69,6 +70,11 @@ def send(backend: SlurmBackend, change: Change) -> None:
         if set_prefer is None:
             raise SlurmError(f"job {jid}: this backend cannot set Prefer=", hint='use pin = "required"')
         set_prefer(jid, str(change.new or ""))
+    elif change.field == "gpus":
+        set_gpus = getattr(backend, "set_gpus", None)
+        if set_gpus is None:
+            raise SlurmError(f"job {jid}: this backend cannot change a GPU request")
+        set_gpus(jid, GpuAsk.parse(str(change.new)))
     elif change.field == "admin_comment":
         backend.set_admin_comment(jid, str(change.new or ""))
     else:  # a planning bug, not a user error
@@ -117,6 +123,13 @@ def record_change(record: Record, change: Change, now: float) -> None:
             )
         else:
             record.update(change.job_id, now, priority=change.new)
+    elif f == "gpus":
+        if change.restore:
+            record.update(change.job_id, now, gpus=None)
+        elif entry is None or entry.gpus is None:
+            record.update(change.job_id, now, gpus=change.new, orig_gpus=change.orig or "")
+        else:
+            record.update(change.job_id, now, gpus=change.new)
     elif f in PIN_FIELDS:
         orig_name = "orig_nodes" if f == "nodes" else "orig_prefer"
         if change.restore:
@@ -198,6 +211,7 @@ def apply_changes(
     failed: list[tuple[Change, str]] = []
     gone: set[str] = set()
     refused: set[str] = set()  # jobs with an update refused in this batch
+    resize_refused: set[str] = set()  # elastic jobs whose new GPU request was refused
     notes_refused = False
     if batch > 1 and getattr(backend, "update_many", None) is not None:
         done, changes, stop = send_batched(backend, changes, record, now, batch, on_sent, on_failed)
@@ -209,6 +223,8 @@ def apply_changes(
         is_note = change.field == "admin_comment" and not change.restore
         if jid in gone or (is_note and (not notes or jid in refused)):
             continue  # a note would describe a change Slurm refused
+        if jid in resize_refused and change.field in PIN_FIELDS and not change.restore:
+            continue  # its GPU request was refused: the pin was chosen for the new one
         before = record.get(jid)
         ahead = not change.restore
         if ahead:
@@ -234,11 +250,13 @@ def apply_changes(
                 _roll_back(record, jid, before)
             failed.append((change, exc.format()))
             refused.add(jid)
+            if change.field == "gpus" and not change.restore:
+                resize_refused.add(jid)
             if is_note and isinstance(exc, PermissionDenied):
                 notes, notes_refused = False, True
-            elif change.field in PIN_FIELDS and not change.restore:
-                # Slurm refused the node list (e.g. a node outside the job's partition):
-                # not pinned again until the job's request changes.
+            elif change.field in (*PIN_FIELDS, "gpus") and not change.restore:
+                # Slurm refused the node list (e.g. a node outside the job's partition) or
+                # the GPU request (e.g. over a limit): not placed again until the request changes.
                 record.update(
                     jid, now, placement_blocked_until=now + refused_block, pin_refused=change.request
                 )

@@ -36,7 +36,7 @@ from slurmrl.daemon.notify import Notifier
 from slurmrl.daemon.plan import Change, CyclePlan, plan_cycle, restore_changes
 from slurmrl.daemon.reconcile import adopt_notes, settle_unsure
 from slurmrl.daemon.record import Record
-from slurmrl.daemon.scope import build_view, scoped_pending
+from slurmrl.daemon.scope import build_view, elastic_problems, scoped_pending
 from slurmrl.daemon.timescale import scale_view, unscale_decisions
 from slurmrl.errors import PolicyError, SlurmError, SlurmrlError
 from slurmrl.policy.base import Policy
@@ -143,6 +143,8 @@ class Daemon:
         self.history = FinishedTracker()  # jobs that ended between cycles, for history-based policies
         self._stop = False
         self._reload = False
+        # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
+        self._said: set[tuple[str, str]] = set()
         self.metrics.notes_enabled.set(1)
 
     def close(self) -> None:
@@ -166,6 +168,9 @@ class Daemon:
     ) -> tuple[CyclePlan, Decisions, float]:
         """Policy and planning for one snapshot, without sending anything."""
         scoped = scoped_pending(snapshot, self.config.scope)
+        self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
+        for jid, tag in elastic_problems(scoped):
+            self._say_once(jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem)
         view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
         view = scale_view(view, self.config.time_scale)
         t0 = time.perf_counter()
@@ -256,6 +261,14 @@ class Daemon:
         self._report_cycle(outcome, decisions)
         return outcome
 
+    def _say_once(self, job_id: str, key: str, message: str, kind: str, **fields: Any) -> None:
+        """One warning and one audit line per job and ``key``, not one per cycle."""
+        if (job_id, key) in self._said:
+            return
+        self._said.add((job_id, key))
+        log(logging.WARNING, message, job=job_id, **fields)
+        self.audit.write(kind, job=job_id, **fields)
+
     def _notes_refused(self, cycle: int) -> None:
         self.notes = False
         self.metrics.notes_enabled.set(0)
@@ -306,6 +319,8 @@ class Daemon:
         ok = out.error is None
         if ok:
             m.last_success.set(time.time())
+        for r in out.plan.refused:  # a policy's start the daemon did not enact, said once
+            self._say_once(r.job_id, f"gpus={r.gpus}", "start refused", "refused", gpus=r.gpus, reason=r.reason)
         for note in out.plan.notes:  # e.g. why a start was not pinned
             log(logging.INFO, "note", cycle=out.cycle, detail=note)
             self.audit.write("note", cycle=out.cycle, detail=note)

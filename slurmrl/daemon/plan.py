@@ -15,6 +15,11 @@ Safety rules enforced here rather than trusted to policies:
 * a ``ReqNodeList`` is set only for a job the policy starts now, with exactly
   the job's node count, never over a node list the user asked for, and is
   cleared when the decision changes or after ``placement_hold`` seconds;
+* an elastic job's GPU request (``Gres=``/``NumNodes=``) is rewritten only
+  for a job the policy starts now, whose comment opts in with ``gpus=MIN-MAX``
+  and only to a count in that range, just before its pin; it is given back
+  when the decision changes. A start the daemon cannot enact as asked is
+  returned in :attr:`CyclePlan.refused`, never dropped without a word;
 * at most ``max_changes_per_cycle`` updates, the most urgent first (restores,
   then placements, then ordering by rank); the rest wait for the next cycle.
 """
@@ -25,12 +30,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.factors import PriorityFactors
 from slurmrl.daemon.record import Record, Touched
 from slurmrl.policy.view import Decisions
 from slurmrl.slurm.backend import MAX_COMMENT
 from slurmrl.slurm.conf import compress_hostlist
+from slurmrl.slurm.elastic import TAG, GpuAsk
 from slurmrl.slurm.snapshot import SlurmJob, Snapshot
 
 NOTE_PREFIX = "slurmrl:"
@@ -39,7 +46,7 @@ NOTE_PREFIX = "slurmrl:"
 # and re-send, every job behind it on every cycle (our choice).
 TOLERANCE_SHARE = 0.01
 NOTE_SEPARATOR = " | "
-FIELDS = ("site_factor", "priority", "nodes", "prefer", "admin_comment")
+FIELDS = ("site_factor", "priority", "nodes", "prefer", "gpus", "admin_comment")
 PIN_FIELDS = ("nodes", "prefer")  # a hard pin (ReqNodeList=) and a soft one (Prefer=)
 
 Value = int | str | tuple[str, ...] | None
@@ -72,6 +79,25 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A policy's start the daemon does not enact as decided (a GPU count the job cannot
+    take): reported, and audited once per job and count."""
+
+    job_id: str
+    gpus: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """How the daemon enacts one start: the nodes to pin and, for an elastic job whose
+    request differs from the placement, the request to set first."""
+
+    names: tuple[str, ...]
+    ask: GpuAsk | None = None
+
+
+@dataclass(frozen=True)
 class CyclePlan:
     changes: tuple[Change, ...]
     deferred: int  # at least this many changes over max_changes_per_cycle, left for later cycles
@@ -81,6 +107,7 @@ class CyclePlan:
     starts: int
     notes: tuple[str, ...] = ()
     jobs_by_state: dict[str, int] = field(default_factory=dict)
+    refused: tuple[Refusal, ...] = ()
 
 
 def site_factor_for(rank: int, count: int, top: int) -> int:
@@ -110,6 +137,8 @@ def make_note(
     priority: int | None,
     nodes: tuple[str, ...] | None,
     prefer: tuple[str, ...] | None = None,
+    gpus: str | None = None,
+    gpus_orig: str = "",
 ) -> str:
     parts = [NOTE_PREFIX]
     if site_factor is not None:
@@ -122,6 +151,10 @@ def make_note(
                 parts.append(f"{key}={compress_hostlist(names)}")
             except ValueError:
                 parts.append(f"{key}={','.join(names)}")
+    if gpus:
+        parts.append(f"gpus_set={gpus}")
+        if gpus_orig:
+            parts.append(f"gpus_orig={gpus_orig}")
     parts.append(f"policy={policy}")
     return " ".join(parts)
 
@@ -179,6 +212,8 @@ def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[C
         out.append(Change(jid, "nodes", entry.nodes, entry.orig_nodes, reason, restore=True))
     if entry.prefer is not None:
         out.append(Change(jid, "prefer", entry.prefer, entry.orig_prefer, reason, restore=True))
+    if entry.gpus is not None:
+        out.append(Change(jid, "gpus", entry.gpus, entry.orig_gpus, reason, restore=True))
     if entry.admin_comment is not None:
         live = job.admin_comment if job is not None else entry.admin_comment
         # Someone else edited the comment since: keep their text, drop only our note.
@@ -196,9 +231,10 @@ def _clean_starts(
     config: DaemonConfig,
     now: float,
     notes: list[str],
-) -> dict[str, tuple[str, ...]]:
+    refused: list[Refusal],
+) -> dict[str, StartPlan]:
     cluster = snapshot.cluster
-    desired: dict[str, tuple[str, ...]] = {}
+    desired: dict[str, StartPlan] = {}
     for start in decisions.starts:
         job = scoped.get(start.job_id)
         if job is None or not job.eligible:
@@ -213,14 +249,69 @@ def _clean_starts(
         names = tuple(sorted(cluster.nodes[a.node].name for a in start.placement.allocs))
         if not names:
             continue
-        want = job.num_nodes or 1
+        if entry is not None and entry.gpus is not None and job.gpu_range is None:
+            why = f"its {TAG}= tag is gone or no longer honoured; its own GPU request is given back"
+            refused.append(Refusal(job.job_id, start.placement.num_gpus, why))
+            continue  # the user withdrew the opt-in: not started on the daemon's request
+        ask, why = _resize(job, start.placement)
+        if why:
+            refused.append(Refusal(job.job_id, start.placement.num_gpus, why))
+            continue
+        want = ask.nodes if ask is not None else (job.num_nodes or 1)
         if len(names) != want:
             notes.append(
                 f"job {job.job_id}: placement on {len(names)} node(s) but the job asks for {want}; not pinned"
             )
             continue
-        desired[start.job_id] = names
+        desired[start.job_id] = StartPlan(names, ask)
     return desired
+
+
+def _resize(job: SlurmJob, placement: Placement) -> tuple[GpuAsk | None, str]:
+    """``(request to set, "")`` for a start the job can take (None: as it asks now), or
+    ``(None, why not)``. Only a job whose comment opts in is resized, within its range."""
+    count = placement.num_gpus
+    tag = job.elastic
+    if tag is None or tag.gpu_range is None:
+        if count == job.gpus.total:
+            return None, ""
+        why = f"has no {TAG}=MIN-MAX tag" if tag is None else f"its tag {tag.text} is not honoured ({tag.problem})"
+        return None, f"policy starts it on {count} GPUs but it asks for {job.gpus.total} and {why}; not enacted"
+    low, high = tag.gpu_range
+    if not low <= count <= high:
+        return None, f"policy starts it on {count} GPUs, outside its range {tag.text}; not enacted"
+    per_node = {len(a.gpus) for a in placement.allocs}
+    if len(per_node) != 1:
+        return None, (
+            f"policy starts it on {count} GPUs spread unevenly over {len(placement.allocs)} nodes, "
+            "which a per-node GPU request cannot express; not enacted"
+        )
+    nodes = len(placement.allocs)
+    per = per_node.pop()
+    if per == job.gpus.per_node and nodes == (job.num_nodes or 1):
+        return None, ""
+    return GpuAsk(per, nodes, job.gpus.gpu_type, nodes if job.max_nodes else None), ""
+
+
+def _request_changes(
+    starts: Mapping[str, StartPlan], enacted: set[str], scoped: Mapping[str, SlurmJob], record: Record
+) -> list[Change]:
+    """Elastic jobs: the GPU request each enacted start needs, and the user's request given
+    back where the daemon's is in place but the start is no longer enacted."""
+    out: list[Change] = []
+    for jid in (j for j in starts if j in enacted):
+        ask, job, entry = starts[jid].ask, scoped[jid], record.get(jid)
+        now_ask = job.gpu_ask
+        if ask is None or now_ask is None:
+            continue
+        orig = entry.orig_gpus if entry is not None and entry.gpus is not None else now_ask.text
+        why = f"policy starts it on {ask.total} GPUs ({job.elastic.text if job.elastic else TAG})"
+        out.append(Change(jid, "gpus", now_ask.text, ask.text, why, orig=orig, request=request_key(job)))
+    for jid, entry in record.jobs.items():
+        if entry.gpus is not None and jid in scoped and jid not in enacted:
+            why = "start no longer enacted; the job's own GPU request given back"
+            out.append(Change(jid, "gpus", entry.gpus, entry.orig_gpus, why, restore=True))
+    return out
 
 
 def _pin_kind(
@@ -285,7 +376,10 @@ def plan_cycle(
                 add((0, 0), ch)
 
     # 2. Placement: pin jobs the policy starts now, unpin stale decisions.
-    desired = _clean_starts(decisions, snapshot, scoped, record, config, now, notes)
+    refused: list[Refusal] = []
+    starts = _clean_starts(decisions, snapshot, scoped, record, config, now, notes, refused)
+    desired = {jid: plan.names for jid, plan in starts.items()}
+    held: set[str] = set()  # starts not enacted this cycle: their pin is taken back
     kinds = {
         jid: _pin_kind(snapshot, scoped[jid], record.get(jid), names, config) for jid, names in desired.items()
     }
@@ -299,6 +393,7 @@ def plan_cycle(
         if job.reason in REFUSED_REASONS:
             # The pin cannot be honoured: remove it once, and not again for this request.
             desired.pop(jid, None)
+            held.add(jid)
             why = f"Slurm marks the pin {job.reason}; not pinned again until the request changes"
             add((0, 1), unpin(entry, why, request=request_key(job)))
         elif want is None:
@@ -307,11 +402,15 @@ def plan_cycle(
             why = f"did not start within placement_hold={config.placement_hold:g}s"
             add((0, 1), unpin(entry, why, block_until=now + config.placement_hold))
             del desired[jid]
+            held.add(jid)
         elif kinds[jid][0] != kind:
             add((0, 1), unpin(entry, f"pin kind changed to {kinds[jid][0]}"))  # pinned again next cycle
             del desired[jid]
         elif tuple(sorted(pinned)) == want:
             del desired[jid]
+    enacted = {jid for jid in starts if jid not in held and kinds[jid][0]}
+    for ch in _request_changes(starts, enacted, scoped, record):
+        add((0, 1) if ch.restore else (1, 0), ch)  # before the job's pin, in the same group
     for jid, names in desired.items():
         entry = record.get(jid)
         job = scoped[jid]
@@ -426,6 +525,7 @@ def plan_cycle(
         starts=len(decisions.starts),
         notes=tuple(notes),
         jobs_by_state=by_state,
+        refused=tuple(refused),
     )
 
 
@@ -435,6 +535,13 @@ def _after(entry: Touched | None, changes: Iterable[Change], name: str) -> Value
         if ch.field == name:
             value = None if ch.restore else ch.new
     return value
+
+
+def _orig_gpus(entry: Touched | None, changes: Iterable[Change]) -> str:
+    """The user's GPU request from before the daemon, for the note (revert's source if the record is lost)."""
+    if entry is not None and entry.gpus is not None:
+        return entry.orig_gpus
+    return next((str(ch.orig or "") for ch in changes if ch.field == "gpus" and not ch.restore), "")
 
 
 def _comment_change(
@@ -449,11 +556,14 @@ def _comment_change(
     prio = _after(entry, changes, "priority")
     nodes = _after(entry, changes, "nodes")
     prefer = prefer_nodes(_after(entry, changes, "prefer"))  # type: ignore[arg-type]
-    if sf is None and prio is None and nodes is None and prefer is None:
+    gpus = _after(entry, changes, "gpus")
+    if sf is None and prio is None and nodes is None and prefer is None and gpus is None:
         if entry is not None and entry.admin_comment is not None and live != orig:
             return Change(job.job_id, "admin_comment", live, orig, "daemon settings removed", restore=True)
         return None
-    note = make_note(config.policy_label, sf, prio, nodes, prefer)  # type: ignore[arg-type]
+    note = make_note(
+        config.policy_label, sf, prio, nodes, prefer, gpus, _orig_gpus(entry, changes)  # type: ignore[arg-type]
+    )
     text = compose_comment(orig, note)
     if text == live:
         return None

@@ -13,7 +13,8 @@ Two situations need reading Slurm back:
   record (state file lost or replaced): the values the note names, where
   Slurm still shows them, are adopted so they can be given back. The values
   from before the daemon are unknown then: SiteFactor 0, no node list,
-  multifactor priority, no Prefer, the admin's text before the note.
+  multifactor priority, no Prefer, the admin's text before the note; an
+  elastic job's own GPU request is in the note (``gpus_orig=``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from dataclasses import replace
 from slurmrl.daemon.factors import PriorityFactors
 from slurmrl.daemon.plan import NOTE_PREFIX, strip_note
 from slurmrl.daemon.record import Record, Touched
+from slurmrl.errors import SlurmError
 from slurmrl.slurm.conf import expand_hostlist
+from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.snapshot import SlurmJob
 
-_NOTE_VALUE = re.compile(r"\b(sf|prio|nodes|prefer)=(\S+)")
+_NOTE_VALUE = re.compile(r"\b(sf|prio|nodes|prefer|gpus_set|gpus_orig)=(\S+)")
 
 
 def _same_nodes(a: tuple[str, ...] | None, b: tuple[str, ...]) -> bool:
@@ -47,7 +50,22 @@ def _confirmed(entry: Touched, name: str, job: SlurmJob, live_sf: int | None) ->
         return job.prefer == entry.prefer
     if name == "admin_comment":
         return job.admin_comment == entry.admin_comment
+    if name == "gpus":
+        return entry.gpus is not None and _shows_ask(job, entry.gpus)
     return None
+
+
+def _ask(text: str) -> GpuAsk | None:
+    try:
+        return GpuAsk.parse(text)
+    except SlurmError:
+        return None
+
+
+def _shows_ask(job: SlurmJob, text: str) -> bool:
+    """Whether the job asks for the GPUs per node and the node count of ``text`` (a GpuAsk)."""
+    ask = _ask(text)
+    return ask is not None and job.gpus.per_node == ask.per_node and (job.num_nodes or 1) == ask.nodes
 
 
 def settle_unsure(
@@ -104,6 +122,9 @@ def adopt_notes(record: Record, scoped: Mapping[str, SlurmJob], now: float) -> l
                 named = ()
             if named and _same_nodes(named, job.required_nodes):
                 fields["nodes"] = named
+        orig_gpus = values.get("gpus_orig", "")
+        if "gpus_set" in values and _ask(orig_gpus) is not None and _shows_ask(job, values["gpus_set"]):
+            fields["gpus"], fields["orig_gpus"] = values["gpus_set"], orig_gpus
         if "prefer" in values:
             try:
                 text = "|".join(sorted(expand_hostlist(values["prefer"])))

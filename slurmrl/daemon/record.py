@@ -56,6 +56,10 @@ class Touched:
     # ``nodes_since`` times it as it times a hard pin.
     prefer: str | None = None
     orig_prefer: str = ""
+    # An elastic job's GPU request (slurmrl.slurm.elastic.GpuAsk.text) the daemon set, and the
+    # user's request from before, which revert gives back.
+    gpus: str | None = None
+    orig_gpus: str = ""
 
     @property
     def pinned(self) -> tuple[str, ...] | None:
@@ -73,6 +77,7 @@ class Touched:
             or self.priority is not None
             or self.nodes is not None
             or self.prefer is not None
+            or self.gpus is not None
             or self.admin_comment is not None
         )
 

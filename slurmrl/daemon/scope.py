@@ -14,6 +14,7 @@ from dataclasses import replace
 from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import ScopeConfig
 from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.elastic import ElasticTag
 from slurmrl.slurm.snapshot import SlurmJob, Snapshot
 
 
@@ -67,7 +68,19 @@ def _job_view(job: SlurmJob, allowed: frozenset[int] | None) -> JobView:
         required_nodes=job.required_nodes,
         exclusive=job.exclusive,
         max_node_count=job.max_nodes,
+        gpu_range=job.gpu_range if "gpus=" in job.comment else None,
     )
+
+
+def elastic_problems(scoped: dict[str, SlurmJob]) -> list[tuple[str, ElasticTag]]:
+    """In-scope jobs whose ``gpus=`` tag is not honoured (malformed, or not matching the
+    request): they stay rigid, and the daemon says why once per job and tag."""
+    out: list[tuple[str, ElasticTag]] = []
+    for jid, job in scoped.items():
+        tag = job.elastic
+        if tag is not None and tag.problem:
+            out.append((jid, tag))
+    return out
 
 
 def build_view(snapshot: Snapshot, scoped: dict[str, SlurmJob], scope: ScopeConfig) -> ClusterView:

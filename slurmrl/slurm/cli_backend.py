@@ -23,6 +23,7 @@ from slurmrl.slurm.backend import (
     check_site_factor,
     live_cluster,
 )
+from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
 from slurmrl.slurm.parse_text import parse_scontrol_jobs, parse_scontrol_nodes
 from slurmrl.slurm.run import CommandResult, call
@@ -147,6 +148,10 @@ class CliBackend:
     def set_prefer(self, job_id: str, text: str) -> None:
         """A soft pin: node features Slurm tries before the job's constraint; "" clears it."""
         self._update(job_id, setting("prefer", text))
+
+    def set_gpus(self, job_id: str, ask: GpuAsk) -> None:
+        """Rewrite a pending elastic job's GPU request in one update (see :mod:`slurmrl.slurm.elastic`)."""
+        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", *ask.settings())
 
     def set_nice(self, job_id: str, value: int) -> None:
         """Give back a user's --nice (an explicit Priority= clears it)."""

@@ -138,6 +138,15 @@ def gpu_items(text: str | None) -> tuple[GresItem, ...]:
     return tuple(out)
 
 
+def other_gres(text: str | None) -> bool:
+    """Whether a GRES or TRES string asks for anything besides GPUs."""
+    for raw in split_top(text or ""):
+        parsed = parse_gres_item(raw)
+        if parsed is not None and parsed[0] != GPU:
+            return True
+    return False
+
+
 def gpu_count(text: str | None) -> int:
     """Total GPUs named in a GRES/TRES string (0 when none)."""
     return sum(i.count for i in gpu_items(text))
@@ -211,6 +220,9 @@ class GpuRequest:
     per_node: int | None = None
     gpu_type: str = ""
     source: str = ""
+    # Other GRES asked in the same field (``gpu:4,nic:1``): a rewrite of the
+    # GPU part alone would drop them, so elastic resizing refuses such jobs.
+    other_gres: bool = False
 
 
 NO_GPUS = GpuRequest(0, None, "", "")
@@ -237,7 +249,7 @@ def gpu_request(
     nodes = num_nodes if num_nodes and num_nodes > 0 else 1
     n = gpu_count(per_node)
     if n:
-        return GpuRequest(n * nodes, n, gpu_type(per_node), "tres_per_node")
+        return GpuRequest(n * nodes, n, gpu_type(per_node), "tres_per_node", other_gres(per_node))
     n = gpu_count(per_job)
     if n:
         return GpuRequest(n, n if nodes == 1 else None, gpu_type(per_job), "tres_per_job")

@@ -257,6 +257,7 @@ def _limits(ctx: _Ctx, rec: dict[str, Any], where: str, num_nodes: int | None) -
         ),
         "exclusive": _exclusive(ctx, rec, where),
         "max_nodes": _int(ctx, rec, "max_nodes", where) or None,
+        "min_cpus": _int(ctx, rec, "cpus", where) or None,
     }
 
 

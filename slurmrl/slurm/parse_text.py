@@ -259,6 +259,7 @@ def _limits(f: dict[str, str], num_nodes: int | None) -> dict[str, object]:
         ),
         "exclusive": exclusive,
         "max_nodes": _int(most) if sep else None,
+        "min_cpus": _int(f.get("NumCPUs", "")) or None,
     }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import live_cluster
 from slurmrl.slurm.cli_backend import CliBackend
+from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.parse_gres import GpuRequest, GresItem, gpu_items, gpu_request, parse_index_list
 from slurmrl.slurm.parse_json import JOB_BASE_STATES, allocation, per_node_cpus, per_node_memory
 from slurmrl.slurm.parse_text import parse_hosts
@@ -241,6 +242,7 @@ class PyslurmBackend:
             prefer=_csv(j.preferred_features), cpus_per_node=cpus,
             memory_per_node_mb=per_node_memory(j.memory_per_node, j.memory_per_cpu, cpus),
             exclusive=str(j.resource_sharing or "").upper() == "NO", max_nodes=j.max_nodes or None,
+            min_cpus=j.cpus or None,
         )
 
     def set_site_factor(self, job_id: str, value: int) -> None:
@@ -260,6 +262,9 @@ class PyslurmBackend:
 
     def set_nice(self, job_id: str, value: int) -> None:
         self._writer.set_nice(job_id, value)
+
+    def set_gpus(self, job_id: str, ask: GpuAsk) -> None:
+        self._writer.set_gpus(job_id, ask)
 
     def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
         self._writer.update_many(job_ids, name, value)

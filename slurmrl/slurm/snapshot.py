@@ -18,6 +18,7 @@ from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.constraints import AllowedNodes, allowed_nodes_for
+from slurmrl.slurm.elastic import ElasticTag, GpuAsk, current_ask, elastic_tag
 from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest, GresItem
 
 # Node states in which no new job may start: their GPUs are never offered to
@@ -121,6 +122,7 @@ class SlurmJob:
     memory_per_node_mb: int | None = None
     exclusive: bool = False
     max_nodes: int | None = None
+    min_cpus: int | None = None  # CPUs asked for in all (NumCPUs); None where the reader does not say
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -150,6 +152,22 @@ class SlurmJob:
             if m:
                 return m.group(1)
         return ""
+
+    @property
+    def elastic(self) -> ElasticTag | None:
+        """The user's ``gpus=MIN-MAX`` tag in the comment (see :mod:`slurmrl.slurm.elastic`)."""
+        return elastic_tag(self.comment, self.gpus) if "gpus=" in (self.comment or "") else None
+
+    @property
+    def gpu_range(self) -> tuple[int, int] | None:
+        """The GPU counts the job may start with, where its tag is honoured; None: rigid."""
+        tag = self.elastic
+        return tag.gpu_range if tag is not None else None
+
+    @property
+    def gpu_ask(self) -> GpuAsk | None:
+        """The request as ``scontrol update`` would set it again (None unless GPUs are asked per node)."""
+        return current_ask(self.gpus, self.num_nodes, self.max_nodes, self.min_cpus)
 
     def gpu_indices(self) -> dict[str, tuple[int, ...] | None]:
         return {node: item.indices for node, item in self.gpu_alloc}
@@ -333,7 +351,7 @@ class Snapshot:
                         user=job.user, group=job.account or job.partition, time_limit=job.time_limit,
                         name=job.name, model=job.model, num_nodes=job.num_nodes, gpu_type=job.gpus.gpu_type,
                         allowed_nodes=allowed, required_nodes=job.required_nodes, exclusive=job.exclusive,
-                        max_node_count=job.max_nodes,
+                        max_node_count=job.max_nodes, gpu_range=job.gpu_range,
                     )
                 )
         return ClusterView(
@@ -413,4 +431,5 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "partitions": list(j.partitions), "excluded_nodes": list(j.excluded_nodes),
         "constraint": j.constraint, "prefer": j.prefer, "cpus_per_node": j.cpus_per_node,
         "memory_per_node_mb": j.memory_per_node_mb, "exclusive": j.exclusive, "max_nodes": j.max_nodes,
+        "min_cpus": j.min_cpus, "gpu_range": list(j.gpu_range) if j.gpu_range else None,
     }

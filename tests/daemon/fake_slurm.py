@@ -162,6 +162,20 @@ class FakeSlurm:
     def set_prefer(self, job_id: str, text: str) -> None:
         self._set("set_prefer", job_id, text, prefer=text)
 
+    def set_gpus(self, job_id: str, ask) -> None:
+        """As ``scontrol update Gres=gpu:P NumNodes=N[-M] [NumCPUs=C]`` on a pending job."""
+        job = self.jobs.get(job_id)
+        fields: dict[str, object] = {"num_nodes": ask.nodes}
+        if job is not None:
+            fields["gpus"] = GpuRequest(ask.total, ask.per_node, ask.gpu_type or job.gpus.gpu_type, "tres_per_node")
+        if ask.max_nodes is not None:
+            fields["max_nodes"] = ask.max_nodes
+        if ask.cpus is not None:
+            fields["min_cpus"] = ask.cpus
+        elif job is not None and job.min_cpus is not None:  # Slurm raises NumCPUs to one per node
+            fields["min_cpus"] = max(job.min_cpus, ask.nodes)
+        self._set("set_gpus", job_id, ask.text, **fields)
+
     def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
         """As ``scontrol update JobId=a,b,c``: every known id is updated, then the call fails
         naming the unknown ones (src/scontrol/update_job.c goes on after a refused id)."""

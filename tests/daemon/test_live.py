@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,9 +21,11 @@ import live_slurm  # loaded by tests/conftest.py
 import pytest
 from live_slurm import SUBMITTED, Released, cancel, daemon_config, every_node, show, site, state, wait_for
 
+from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.policy.view import ClusterView, Decisions, Start
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -291,3 +294,66 @@ def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
 
     assert wait_for(sprio_nice, 60, "sprio to list the released job") == ["50"]
     cancel(fill + [nice, other])
+
+
+class StartOnFree:
+    """A test policy: starts each listed job on ``per_node`` free GPUs of each of its nodes."""
+
+    name = "start-on-free"
+    deployable = True
+
+    def __init__(self, nodes: dict[str, tuple[str, ...]], per_node: int) -> None:
+        self.nodes, self.per_node = nodes, per_node
+
+    def decide(self, view: ClusterView) -> Decisions:
+        order = [j.job_id for j in view.pending]
+        index = view.cluster.node_index
+        starts = tuple(
+            Start(jid, Placement.of([(index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
+                                     for n in names]))
+            for jid, names in self.nodes.items()
+            if jid in order
+        )
+        return Decisions(order=order, starts=starts)
+
+    def bind_oracle(self, durations) -> None:  # pragma: no cover - a deployable policy
+        pass
+
+
+def request(jid: str) -> dict[str, str]:
+    """A job's request as ``scontrol -d -o show job`` prints it."""
+    out = live_slurm.slurm("scontrol", "-d", "-o", "show", "job", jid)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout
+    fields = dict(re.findall(r"(?:^| )(TresPerNode|NumNodes|NumCPUs|ReqNodeList)=(\S*)", line))
+    fields["AdminComment"] = line.split(" AdminComment=", 1)[1].split(" ", 1)[0] if " AdminComment=" in line else ""
+    return fields
+
+
+def test_elastic_job_gets_its_gpu_request_changed_and_given_back(tmp_path: Path) -> None:
+    fill = fill_nodes(every_node(node02=[6], node03=[6]))  # two GPUs free on node02 and on node03
+    elastic = sbatch("-H", "-N1", "--gres=gpu:8", "-t", "30", "--comment=model=resnet50 gpus=2-8")
+    rigid = sbatch("-H", "-N1", "--gres=gpu:8", "-t", "30", "--comment=model=resnet50")
+    before = {j: request(j) for j in (elastic, rigid)}
+    assert before[elastic]["TresPerNode"] == "gres:gpu:8" and before[elastic]["NumNodes"] == "1-1", before
+    cfg = make_config(tmp_path)
+    policy = StartOnFree({elastic: ("node02", "node03"), rigid: ("node02", "node03")}, 2)
+    backend = Released(make_backend(cfg), {elastic, rigid})  # held: Slurm cannot start them meanwhile
+    assert Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False) == 0
+    after = request(elastic)
+    assert after["TresPerNode"] == "gres:gpu:2" and after["NumNodes"] == "2-2", after
+    assert after["ReqNodeList"] == "node02,node03" and after["AdminComment"] == "slurmrl:", after
+    assert request(rigid) == before[rigid]  # no tag: never resized, never pinned
+    audit = [json.loads(x) for x in Path(cfg.audit_log).read_text().splitlines()]
+    refused = [r for r in audit if r["kind"] == "refused"]
+    assert [(r["job"], r["gpus"]) for r in refused] == [(rigid, 4)], refused
+    reverting = Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics())  # as `slurmrl daemon revert`
+    assert reverting.revert().remaining == 0
+    reverting.close()
+    assert request(elastic) == before[elastic], request(elastic)
+    # Decided again and released: Slurm starts it on the count and the nodes the policy chose.
+    assert Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False) == 0
+    subprocess.run(["scontrol", "release", elastic], check=True, timeout=30)
+    wait_for(lambda: state(elastic) == "RUNNING", 30, "the resized job to start")
+    assert show(elastic)["NodeList"] == "node[02-03]" and request(elastic)["TresPerNode"] == "gres:gpu:2"
+    cancel(fill + [elastic, rigid])

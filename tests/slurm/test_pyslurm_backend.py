@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from slurmrl.errors import SlurmError
+from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.run import CommandResult
 
 
@@ -113,6 +114,7 @@ def test_limits(fake) -> None:
     assert job.partitions == ("gpu", "debug") and job.excluded_nodes == ("node02",)
     assert (job.constraint, job.prefer, job.exclusive) == ("fast&big", "fast", True)
     assert (job.cpus_per_node, job.memory_per_node_mb, job.num_nodes, job.max_nodes) == (4, 8192, 1, 3)
+    assert job.min_cpus == 4  # NumCPUs, given back after an elastic resize
     node01 = next(n for n in snap.nodes if n.name == "node01")
     assert node01.features == frozenset({"fast", "node01"})
     assert (node01.cpus_alloc, node01.memory_alloc_mb) == (6, 10240)
@@ -134,12 +136,14 @@ def test_writes_use_configured_conf(fake, tmp_path: Path) -> None:
     backend.set_nice("5", 50)
     backend.set_prefer("5", "node01")
     backend.update_many(["5", "6"], "site_factor", 0)
+    backend.set_gpus("5", GpuAsk(4, 2, "v100", 2))
     env = {"SLURM_CONF": str(tmp_path / "slurm.conf")}
     assert seen == [
         (["scontrol", "update", "JobId=5", "SiteFactor=10"], env),
         (["scontrol", "update", "JobId=5", "Nice=50"], env),
         (["scontrol", "update", "JobId=5", "Prefer=node01"], env),
         (["scontrol", "update", "JobId=5,6", "SiteFactor=0"], env),
+        (["scontrol", "update", "JobId=5", "Gres=gpu:v100:4", "NumNodes=2-2"], env),
     ]
 
 
