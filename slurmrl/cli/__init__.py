@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("slurmrl.cli.report:report", "Render results as a static HTML site."),
     "train": ("slurmrl.cli.rl:train", "Train an RL scheduling policy with PPO on trace scenarios."),
     "evaluate": ("slurmrl.cli.rl:evaluate", "Replay a workload under a policy or a trained checkpoint."),
+    "adapt": ("slurmrl.cli.adapt:adapt", "Adapt a meta-learned placement policy to a shifted workload."),
     "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
     "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -16,7 +18,122 @@ from slurmrl.cli.options import (
 )
 from slurmrl.errors import ConfigError
 
-TRAINABLE = {"topdrl": "topdrl-philly-v0"}
+@dataclass(frozen=True)
+class TrainRequest:
+    """What ``slurmrl train`` was asked for; ``None`` leaves the trainer's own default."""
+
+    scenarios: tuple[str, ...]
+    steps: int
+    workers: int
+    vector: str
+    seed: int
+    out: Path
+    resume: bool
+    progress: bool
+    episode_jobs: int | None = None
+    reward: str | None = None
+    gamma: float | None = None
+    learning_rate: float | None = None
+    target_kl: float | None = None
+    makespan_weight: float | None = None
+    warm_policy: str | None = None
+    warm_jobs: int | None = None
+    wall_limit: float | None = None
+
+
+def _given(**values: object) -> dict[str, object]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def train_topdrl(req: TrainRequest) -> None:
+    """PPO on ``topdrl-philly-v1`` episodes (warm-started, makespan-aware reward), gamma near 1, target KL."""
+    from slurmrl.rl.ppo import PPOConfig
+    from slurmrl.rl.ppo import train as run_training
+
+    overrides = {"scenarios": req.scenarios}
+    overrides |= _given(
+        episode_jobs=req.episode_jobs,
+        reward=req.reward,
+        makespan_weight=req.makespan_weight,
+        warm_policy=req.warm_policy,
+        warm_jobs=req.warm_jobs,
+    )
+    cfg = PPOConfig(
+        env="topdrl-philly-v1",
+        env_overrides=overrides,
+        total_steps=req.steps,
+        num_envs=req.workers,
+        vector=req.vector,
+        seed=req.seed,
+        num_steps=512,
+        gamma=req.gamma if req.gamma is not None else 0.999,
+        learning_rate=req.learning_rate if req.learning_rate is not None else 3e-3,
+        target_kl=req.target_kl if req.target_kl is not None else 0.02,
+        # No yardstick inside the run: a replay of a whole training week (the only
+        # window long enough to queue, see held_out_workload) costs about a minute;
+        # `slurmrl evaluate --policy DIR --scenario philly-512-week2` measures it after.
+        eval_every=0,
+        wall_limit_s=req.wall_limit or 0.0,
+    )
+    result = run_training(cfg, req.out, resume=req.resume, progress=req.progress)
+    click.echo(
+        f"trained {result.updates} updates, {result.steps} decisions in {result.wall_seconds:.0f} s wall, "
+        f"{result.cpu_seconds:.0f} s CPU; checkpoint in {result.out}"
+    )
+    if result.last_eval_jct == result.last_eval_jct:
+        click.echo(f"held-out average JCT {result.last_eval_jct:.0f} s")
+
+
+def train_harmony(req: TrainRequest) -> None:
+    """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions."""
+    from slurmrl.rl.harmony.env import EnvConfig
+    from slurmrl.rl.harmony.train import HarmonyConfig
+    from slurmrl.rl.harmony.train import train as run_harmony
+
+    env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs))
+    cfg = HarmonyConfig(
+        env=env,
+        episodes=max(1, req.steps // env.episode_jobs),
+        seed=req.seed,
+        **_given(gamma=req.gamma, learning_rate=req.learning_rate, wall_limit_s=req.wall_limit),
+    )
+    result = run_harmony(cfg, req.out)
+    click.echo(
+        f"trained {result.episodes} episodes, {result.decisions} placements ({result.real_rewards} rewards "
+        f"from the simulator, {result.predicted_rewards} predicted) in {result.wall_seconds:.0f} s wall, "
+        f"{result.cpu_seconds:.0f} s CPU; checkpoint in {result.out}"
+    )
+
+
+def train_maifs(req: TrainRequest) -> None:
+    """MAIFS agents (slurmrl.rl.maifs.trainer): MAPPO on elastic episodes (fraction:0.5), wall-limited."""
+    from slurmrl.rl.maifs.trainer import config_from_request
+    from slurmrl.rl.maifs.trainer import train as run_maifs
+
+    cfg = config_from_request(
+        req.scenarios, steps=req.steps, seed=req.seed, episode_jobs=req.episode_jobs, gamma=req.gamma,
+        learning_rate=req.learning_rate, target_kl=req.target_kl, wall_limit=req.wall_limit,
+    )
+    result = run_maifs(cfg, req.out)
+    click.echo(
+        f"trained {result.updates} updates, {result.steps} multi-agent steps in {result.wall_seconds:.0f} s wall, "
+        f"{result.cpu_seconds:.0f} s CPU; best yardstick average JCT {result.best_eval_jct:.0f} s; "
+        f"checkpoint in {result.out}"
+    )
+
+
+def train_meta(req: TrainRequest) -> None:
+    """Reptile meta-training of the Harmony placement network over a workload family (slurmrl.rl.meta)."""
+    from slurmrl.rl.meta.reptile import train_request
+
+    click.echo(train_request(req.scenarios, steps=req.steps, seed=req.seed, out=req.out,
+                             episode_jobs=req.episode_jobs, wall_limit=req.wall_limit))
+
+
+# Policy name -> trainer; another agent adds its own entry here.
+TRAINERS: dict[str, Callable[[TrainRequest], None]] = {
+    "topdrl": train_topdrl, "harmony": train_harmony, "maifs": train_maifs, "meta-rl": train_meta,
+}
 
 
 @click.command()
@@ -38,9 +155,14 @@ TRAINABLE = {"topdrl": "topdrl-philly-v0"}
     help="Step environments in this process (sync) or one process each (async).",
 )
 @click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
-@click.option(
-    "--reward", type=click.Choice(["jct", "throughput", "makespan"]), default="jct", show_default=True
-)
+@click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default=None)
+@click.option("--gamma", type=float, default=None, help="Discount factor; default: the trainer's.")
+@click.option("--lr", "learning_rate", type=float, default=None, help="Learning rate; default: the trainer's.")
+@click.option("--target-kl", type=float, default=None, help="Early-stop KL per update; default: the trainer's.")
+@click.option("--makespan-weight", type=float, default=None, help="Weight of the elapsed-time reward term.")
+@click.option("--warm-policy", default=None, help="Heuristic that schedules before the agent takes over.")
+@click.option("--warm-jobs", type=int, default=None, help="Jobs the warm-start heuristic replays first.")
+@click.option("--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--out",
@@ -50,29 +172,15 @@ TRAINABLE = {"topdrl": "topdrl-philly-v0"}
 )
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def train(
-    policy: str,
-    scenarios: str,
-    steps: int,
-    workers: int,
-    vector: str,
-    episode_jobs: int | None,
-    reward: str,
-    seed: int,
-    out: Path,
-    resume: bool,
-    no_progress: bool,
-) -> None:
-    """Train an RL policy with PPO; the run folder is a loadable checkpoint."""
+def train(policy: str, scenarios: str, no_progress: bool, **opts: object) -> None:
+    """Train an RL policy; the run folder is a loadable checkpoint."""
     from slurmrl.extras import require_extra
 
     require_extra("train")
-    from slurmrl.rl.ppo import PPOConfig
-    from slurmrl.rl.ppo import train as run_training
     from slurmrl.scenarios import get_scenario
 
-    if policy not in TRAINABLE:
-        raise ConfigError(f"no trainer for policy '{policy}'; trainable: {', '.join(TRAINABLE)}")
+    if policy not in TRAINERS:
+        raise ConfigError(f"no trainer for policy '{policy}'; trainable: {', '.join(sorted(TRAINERS))}")
     names = tuple(s.strip() for s in scenarios.split(",") if s.strip())
     for name in names:
         sc = get_scenario(name)
@@ -81,23 +189,9 @@ def train(
                 f"scenario '{name}' is held out for evaluation; train on the 'train' scenarios",
                 hint="see `slurmrl scenarios`",
             )
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
-    overrides: dict[str, object] = {"scenarios": names, "reward": reward}
-    if episode_jobs is not None:
-        overrides["episode_jobs"] = episode_jobs
-    cfg = PPOConfig(
-        env=TRAINABLE[policy],
-        env_overrides=overrides,
-        total_steps=steps,
-        num_envs=workers,
-        vector=vector,
-        seed=seed,
-    )
-    result = run_training(cfg, out, resume=resume, progress=not no_progress)
-    click.echo(f"trained {result.steps} decisions in {result.wall_seconds:.0f} s; checkpoint in {result.out}")
-    if result.last_eval_jct == result.last_eval_jct:
-        click.echo(f"held-out average JCT {result.last_eval_jct:.0f} s")
+    if int(opts["workers"]) < 1:  # type: ignore[call-overload]
+        raise ConfigError(f"--workers must be at least 1, got {opts['workers']}")
+    TRAINERS[policy](TrainRequest(scenarios=names, progress=not no_progress, **opts))  # type: ignore[arg-type]
 
 
 @click.command()
@@ -120,9 +214,9 @@ def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: boo
         target: object = policy
         if Path(policy).is_dir():  # a fresh policy per seed: its history of finished jobs starts empty
             from slurmrl.policy.registry import make_placement
-            from slurmrl.rl.topdrl import TopDRLPolicy
+            from slurmrl.rl.checkpoints import policy_from_dir
 
-            target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
+            target = policy_from_dir(policy, make_placement(placement) if placement else None)
         with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
             results.append(run_policy(workload, target, placement=placement, settings=settings,  # type: ignore[arg-type]
                                       progress=bar))

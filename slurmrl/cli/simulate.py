@@ -35,9 +35,9 @@ def _run(workload: Workload, policy: str, placement: str | None, settings: SimSe
     target: str | Policy = policy
     if Path(policy).is_dir():  # a trained checkpoint folder (e.g. `slurmrl train --out DIR`)
         from slurmrl.policy.registry import make_placement
-        from slurmrl.rl.topdrl import TopDRLPolicy
+        from slurmrl.rl.checkpoints import policy_from_dir
 
-        target = TopDRLPolicy.from_dir(policy, make_placement(placement) if placement else None)
+        target = policy_from_dir(policy, make_placement(placement) if placement else None)
     with progress_bar(len(workload.trace.jobs), label, show_progress) as bar:
         return run_policy(workload, target, placement=placement, settings=settings, progress=bar)
 

@@ -58,3 +58,26 @@ register_policy(
     default_placement="topology",
     learned=True,
 )
+register_policy(
+    "topdrl-first", "slurmrl.rl.window_policy:make_topdrl_first",
+    "baseline for topdrl: its candidate window and placement, always the window's first job that fits",
+    default_placement="topology",
+)
+register_policy(
+    "harmony", "slurmrl.rl.harmony.policy:make_harmony",
+    "Harmony-style RL placement (pointer over nodes vs co-location interference) under qssf's order; trained on Gavel msr VCs",
+    default_placement="interference-aware",
+    learned=True,
+)
+register_policy(
+    "meta-rl", "slurmrl.rl.meta.policy:make_meta_rl",
+    "Harmony-style RL placement meta-trained with Reptile over Gavel/Philly workload mixes; adapt with `slurmrl adapt`",
+    default_placement="interference-aware",
+    learned=True,
+)
+register_policy(
+    "maifs", "slurmrl.rl.maifs.policy:make_maifs",
+    "MAIFS-style multi-agent RL: a window of jobs choose GPU count (elastic range) and rack together, attention + coordination graph; trained on Philly weeks 1-2 with --elastic fraction:0.5",
+    default_placement="topology",
+    learned=True,
+)

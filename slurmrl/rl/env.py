@@ -4,8 +4,10 @@ Each step is one scheduling choice: the agent picks one job of the window
 (see :mod:`slurmrl.rl.features`) and the ``topology`` placement gives it the
 closest free GPUs; the simulator then asks again at the same instant, and
 time moves on only when nothing in the window fits. Decision points where
-nothing fits are skipped inside :meth:`step`, so the agent is consulted only
-when it has a real choice.
+nothing fits are skipped inside :meth:`step`, and where exactly one job fits
+(and waiting is not allowed) that job starts without asking, as the deployed
+policy's masked argmax would start it: the agent is consulted only when it
+has a real choice.
 
 Waiting: by default "wait" (action ``K``) is allowed only when no job fits.
 A scheduler that may leave GPUs idle while work that fits is queued learns
@@ -14,8 +16,23 @@ it wastes capacity; work conservation is the usual trade (the same rule as
 Slurm's backfill, which starts whatever fits). ``allow_wait=True`` lifts it.
 
 Episodes are windows of ``episode_jobs`` consecutive jobs drawn (seeded)
-from the training scenarios' traces, replayed on an empty cluster, so one
-episode takes seconds and its return tracks that window's average JCT.
+from the training scenarios' traces, so one episode takes seconds and its
+return tracks that window's average JCT.
+
+Warm start: a replay that starts on an empty cluster spends its first hours
+with nothing queued, a regime the deployed agent never sees mid-week. With
+``warm_policy`` set, the window is preceded by ``warm_jobs`` earlier jobs of
+the same trace, and that deployable heuristic (with ``topology`` placement)
+schedules everything until the first of the episode's own jobs arrives; the
+agent then takes over a busy cluster with the backlog the heuristic left. The
+featuriser reads every job the heuristic saw finish, so per-user history is
+warm as well. Rewards count only from the hand-over.
+
+Reward ``jct``: minus the waiting area (jobs in system x time) accrued since
+the last decision, over the jobs unfinished at hand-over and ``reward_time_s``,
+so the undiscounted return is minus their mean JCT; ``makespan_weight`` adds
+minus that weight x the elapsed time (the undiscounted sum of which is the
+episode's remaining makespan), in the same unit.
 """
 
 from __future__ import annotations
@@ -31,6 +48,7 @@ import numpy as np
 from gymnasium import spaces
 
 from slurmrl.errors import ConfigError
+from slurmrl.policy.base import Policy
 from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.view import Decisions, Start
 from slurmrl.rl.features import (
@@ -38,6 +56,7 @@ from slurmrl.rl.features import (
     FEATURE_CAP,
     GLOBAL_FEATURES,
     Featurizer,
+    Observation,
     ObsConfig,
     grid_shape,
 )
@@ -64,6 +83,22 @@ class EnvConfig:
     compression: tuple[float, float] = (2.0, 4.0)
     max_steps: int = 0  # truncate after this many decisions; 0 = 4 x episode_jobs
     workload_seed: int = 0  # seed of the workloads (time-limit estimates, model classes)
+    # Warm start: a registered deployable policy ("" = none) schedules the
+    # ``warm_jobs`` jobs before the window (and the window's own until its first
+    # arrives) with topology placement, then hands over to the agent.
+    warm_policy: str = ""
+    warm_jobs: int = 0
+    # "jct" reward: weight of the elapsed-time (makespan) term beside the waiting area.
+    makespan_weight: float = 0.0
+
+
+def _warm_policy(name: str) -> Policy:
+    """The warm-start heuristic: a registered deployable policy, placing with ``topology``."""
+    from slurmrl.policy.registry import make_policy, policy_entry
+
+    if not policy_entry(name).deployable:
+        raise ConfigError(f"warm_policy '{name}' reads true durations; the warm start needs a deployable policy")
+    return make_policy(name, "topology")
 
 
 @functools.lru_cache(maxsize=8)
@@ -83,6 +118,12 @@ class SchedEnv(gym.Env):
             raise ConfigError(f"unknown reward '{config.reward}'; choose one of {', '.join(REWARDS)}")
         if config.episode_jobs < 1:
             raise ConfigError(f"episode_jobs must be at least 1, got {config.episode_jobs}")
+        if config.warm_jobs < 0 or config.makespan_weight < 0:
+            raise ConfigError(
+                f"warm_jobs and makespan_weight must not be negative, got {config.warm_jobs} "
+                f"and {config.makespan_weight:g}"
+            )
+        self._warm = _warm_policy(config.warm_policy) if config.warm_policy else None
         self.config = config
         self._workloads = (
             list(workloads)
@@ -116,6 +157,8 @@ class SchedEnv(gym.Env):
         self._steps = 0
         self._done_count = 0
         self._jobs = 0
+        self._handover = 0.0
+        self._first_view = None
 
     # -- gymnasium API -------------------------------------------------------
 
@@ -128,7 +171,8 @@ class SchedEnv(gym.Env):
         start = int(rng.integers(0, len(jobs) - n + 1))
         if options and "start" in options:
             start = int(options["start"])
-        window = jobs[start : start + n]
+        warm = min(self.config.warm_jobs, start) if self._warm is not None else 0
+        window = jobs[start - warm : start + n]
         lo, hi = self.config.compression
         factor = float(rng.uniform(lo, hi)) if hi > lo else lo
         if factor != 1.0 and window:
@@ -137,14 +181,28 @@ class SchedEnv(gym.Env):
         trace = replace(wl.trace, jobs=window)
         self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
         self.featurizer = Featurizer(self.cluster, self.config.obs, Topology())
-        self._jobs = len(window)
         self._ptr = 0
         self._steps = 0
-        self._done_count = 0
         self._origin = trace.jobs[0].submit_time
+        self._handover = window[warm].submit_time if window else 0.0
+        self._first_view = self._warm_up() if warm else None
+        self._done_count = self.sim.finished_count
+        self._jobs = max(len(window) - self.sim.finished_count, 1)
+        self._ptr = max(len(self.sim.samples) - 1, 0)
         self._advance()
         self._reward()  # the time before the first decision is nobody's doing
-        return self._obs_dict(), {"start": start, "jobs": n, "compression": factor}
+        info = {"start": start, "jobs": n, "compression": factor, "warm_jobs": warm, "handover": self._handover}
+        return self._obs_dict(), info
+
+    def _warm_up(self):
+        """Let the warm-start heuristic schedule until the hand-over; the first view it left undecided."""
+        sim, feat, policy = self._require_sim(), self.featurizer, self._warm
+        while (view := sim.next_view(skip_when_full=True)) is not None:
+            if view.now >= self._handover:
+                return view
+            feat.absorb(view.finished)
+            sim.apply(policy.decide(view))  # type: ignore[union-attr]
+        return None
 
     def step(self, action):
         if self.sim is None:
@@ -153,8 +211,7 @@ class SchedEnv(gym.Env):
         obs = self._obs
         k = self.config.obs.window
         if obs is not None and a < k and obs.mask[a]:
-            job, placement = obs.window[a], obs.placements[a]
-            self.sim.apply(Decisions(starts=(Start(job.job_id, placement),)), again=True)
+            self._start(obs, a)
         else:  # wait, or an infeasible pick (treated as wait)
             self.sim.apply(Decisions())
         self._steps += 1
@@ -181,17 +238,26 @@ class SchedEnv(gym.Env):
         sim = self._require_sim()
         feat = self.featurizer
         while True:
-            view = sim.next_view(skip_when_full=True)
+            view, self._first_view = self._first_view or sim.next_view(skip_when_full=True), None
             if view is None:
                 self._obs = None
                 return True
             feat.absorb(view.finished)
             feat.sync_running(view.running)
             _, obs = feat.window_observation(view, view.pool, allow_wait=self.config.allow_wait)
-            if obs.mask[:-1].any():
+            feasible = np.flatnonzero(obs.mask[:-1])
+            if len(feasible) == 1 and not obs.mask[-1]:
+                # A forced move (one job fits, no wait allowed): the deployed policy makes it too.
+                self._start(obs, int(feasible[0]))
+                continue
+            if len(feasible):
                 self._obs = obs
                 return False
             sim.apply(Decisions())  # nothing fits: let time pass
+
+    def _start(self, obs: Observation, index: int) -> None:
+        job, placement = obs.window[index], obs.placements[index]
+        self._require_sim().apply(Decisions(starts=(Start(job.job_id, placement),)), again=True)  # type: ignore[arg-type]
 
     def _reward(self) -> float:
         sim = self._require_sim()
@@ -206,7 +272,7 @@ class SchedEnv(gym.Env):
         elapsed = (samples[end].time - t0) if end > self._ptr else 0.0
         self._ptr = max(end, self._ptr)
         if cfg.reward == "jct":
-            return -area / (self._jobs * cfg.reward_time_s)
+            return -(area / self._jobs + cfg.makespan_weight * elapsed) / cfg.reward_time_s
         if cfg.reward == "makespan":
             return -elapsed / cfg.reward_time_s
         done = sim.finished_count - self._done_count
@@ -219,8 +285,13 @@ class SchedEnv(gym.Env):
         return self.sim
 
     def _avg_jct(self) -> float:
+        """Mean JCT of the jobs still unfinished at hand-over (all of them without a warm start)."""
         recs = self._require_sim().result().records
-        ends = [r.end_time - r.submit_time for r in recs if r.end_time == r.end_time]
+        ends = [
+            r.end_time - r.submit_time
+            for r in recs
+            if r.end_time == r.end_time and r.end_time >= self._handover
+        ]
         return float(np.mean(ends)) if ends else float("nan")
 
     def _obs_dict(self) -> dict[str, np.ndarray]:
@@ -234,8 +305,23 @@ class SchedEnv(gym.Env):
 
 # -- the registry of named environments ----------------------------------
 
+# v1: episodes on the training weeks' own timeline (their queues are already
+# longer than the evaluation weeks': see policies/topdrl-philly/card.md), each
+# warm-started by slurm's order over the 6,144 jobs before it (about four days:
+# a backlog builds over days, as long jobs pile up; a window of a few thousand
+# jobs replayed from an empty cluster hardly queues), and a reward that also
+# sees elapsed time.
+V1 = EnvConfig(
+    episode_jobs=512,
+    compression=(1.0, 1.0),
+    warm_policy="slurm",
+    warm_jobs=6144,
+    makespan_weight=0.005,
+)
+
 ENVS: dict[str, EnvConfig] = {
     "topdrl-philly-v0": EnvConfig(),
+    "topdrl-philly-v1": V1,
     "topdrl-philly-throughput-v0": EnvConfig(reward="throughput"),
     "topdrl-philly-makespan-v0": EnvConfig(reward="makespan"),
 }

@@ -60,7 +60,16 @@ JOB_BASE_FEATURES = (
     "link_tier",
     "log_gpu_time",
     "oldest_slot",
+    # Ranks within the window (0 = least, 1 = most; ties share a rank): the
+    # absolute columns differ between candidates by a few hundredths, too
+    # little for a freshly initialised network to tell them apart.
+    "wait_rank",
+    "gpus_rank",
+    "limit_rank",
+    "gpu_time_rank",
 )
+# Absolute columns the rank columns above are computed from, in that order.
+_RANKED = ("log_wait", "log_gpus", "log_limit", "log_gpu_time")
 CLUSTER_CHANNELS = (
     "exists",
     "free",
@@ -316,7 +325,8 @@ class Featurizer:
             mask[i] = placed is not None
         if rows:
             n = len(rows)
-            jobs[:n, :base] = rows
+            jobs[:n, : base - len(_RANKED)] = rows
+            jobs[:n, base - len(_RANKED) : base] = _ranks(jobs[:n])
             jobs[np.arange(n), model_cols] = 1.0
         mask[k] = allow_wait or not mask[:k].any()
         np.clip(jobs, 0.0, FEATURE_CAP, out=jobs)
@@ -356,6 +366,19 @@ class Featurizer:
             dtype=np.float32,
         )
         return np.clip(out, 0.0, FEATURE_CAP)
+
+
+_RANK_SOURCES = [JOB_BASE_FEATURES.index(name) for name in _RANKED]
+
+
+def _ranks(rows: np.ndarray) -> np.ndarray:
+    """Dense rank of each ranked column among the rows, scaled to [0, 1] (all equal: 0)."""
+    out = np.zeros((len(rows), len(_RANK_SOURCES)), dtype=np.float32)
+    for c, src in enumerate(_RANK_SOURCES):
+        values, inverse = np.unique(rows[:, src], return_inverse=True)
+        if len(values) > 1:
+            out[:, c] = inverse.reshape(-1) / (len(values) - 1)
+    return out
 
 
 def _asked_gpu_time(job: JobView) -> float:

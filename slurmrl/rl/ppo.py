@@ -76,11 +76,14 @@ class PPOConfig:
     seed: int = 0
     checkpoint_every: int = 10  # updates
     eval_every: int = 10  # updates; 0 = never
-    eval_jobs: int = 1024  # size of the held-out evaluation window
+    eval_jobs: int = 1024  # size of the held-out evaluation window; 0 = the whole last workload
     eval_compression: float = 3.0
     # Stop an update's epochs once the approximate KL to the rollout policy exceeds this;
     # None = always run ``update_epochs`` (CleanRL's ``--target-kl``, off by default there too).
     target_kl: float | None = None
+    # Stop after the update that takes the run's wall time past this many seconds
+    # (0 = never): the learning-rate schedule still assumes ``total_steps``.
+    wall_limit_s: float = 0.0
 
     @property
     def batch_size(self) -> int:
@@ -98,6 +101,7 @@ class TrainResult:
     steps: int
     wall_seconds: float
     last_eval_jct: float
+    cpu_seconds: float = 0.0  # CPU time of this process (all threads) over the run's segments
 
 
 def _env_fn(cfg: EnvConfig, workloads: Sequence[Workload] | None) -> Callable[[], gym.Env]:
@@ -132,7 +136,12 @@ def _policy_out(net: TopDRLNet, obs: dict[str, torch.Tensor]) -> tuple[torch.Ten
 def held_out_workload(
     env_cfg: EnvConfig, workloads: Sequence[Workload] | None, jobs: int, compression: float
 ) -> Workload:
-    """The last ``jobs`` jobs of the last training workload, compressed: a fixed yardstick."""
+    """The last ``jobs`` jobs (0: all) of the last training workload, compressed: a fixed yardstick.
+
+    Windows of a few thousand jobs replayed from an empty cluster hardly queue on the
+    Philly weeks (every heuristic gives the same average JCT on them), so the
+    ``topdrl-philly-v1`` trainer measures on the whole last training week instead.
+    """
     from slurmrl.rl.env import _scenario_workload
 
     wl = (
@@ -140,7 +149,9 @@ def held_out_workload(
         if workloads is not None
         else [_scenario_workload(s, env_cfg.workload_seed) for s in env_cfg.scenarios]
     )[-1]
-    chosen = wl.trace.jobs[-jobs:]
+    chosen = wl.trace.jobs[-jobs:] if jobs else wl.trace.jobs
+    if compression == 1.0:
+        return replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs or len(chosen)}:]")
     t0 = chosen[0].submit_time
     chosen = tuple(replace(j, submit_time=t0 + (j.submit_time - t0) / compression) for j in chosen)
     return replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]x{compression:g}")
@@ -422,6 +433,7 @@ LOG_FIELDS = (
     "update",
     "steps",
     "wall_s",
+    "cpu_s",
     "episodes",
     "mean_return",
     "mean_episode_jct",
@@ -470,7 +482,7 @@ def train(
     envs = _vector(cfg, env_cfg, workloads)
     net = new_network(env_cfg.obs, hidden=cfg.hidden, conv=cfg.conv)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
-    start_update, steps_done, wall_before = 0, 0, 0.0
+    start_update, steps_done, wall_before, cpu_before = 0, 0, 0.0, 0.0
     if resume:
         _, loaded = load_checkpoint(out)
         net.load_state_dict(loaded.state_dict())
@@ -479,6 +491,7 @@ def train(
         start_update = int(state["update"])
         steps_done = int(state["steps"])
         wall_before = float(state["wall"])
+        cpu_before = float(state.get("cpu", 0.0))
     else:
         record = {"ppo": asdict(cfg), "env": _env_dict(env_cfg)}
         run_file.write_text(json.dumps(record, indent=2) + "\n")
@@ -490,7 +503,7 @@ def train(
     obs, _ = envs.reset(seed=cfg.seed + 1000 * start_update)
     next_obs = _to_torch(obs)
     running_return = np.zeros(cfg.num_envs)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     last_eval = math.nan
     log_path = out / LOG
     # A log started by an older version keeps its own columns; new ones are left out of it.
@@ -508,6 +521,7 @@ def train(
         writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         if new_log:
             writer.writeheader()
+        update = start_update
         for update in range(start_update + 1, cfg.num_updates + 1):
             if cfg.anneal_lr:
                 frac = 1.0 - (update - 1) / cfg.num_updates
@@ -530,16 +544,18 @@ def train(
                 net, opt, make_batch(rollout, adv, returns), cfg, shuffle_seed=cfg.seed + update
             )
             steps_done += cfg.batch_size
-            wall = wall_before + time.perf_counter() - t0
             eval_jct = math.nan
             if eval_wl is not None and (update % cfg.eval_every == 0 or update == cfg.num_updates):
                 eval_jct = last_eval = evaluate_net(net, env_cfg, eval_wl)
+            wall = wall_before + time.perf_counter() - t0
+            cpu = cpu_before + time.process_time() - c0
             ep_returns, ep_jcts = rollout.episode_returns, rollout.episode_jcts
             writer.writerow(
                 {
                     "update": update,
                     "steps": steps_done,
                     "wall_s": round(wall, 1),
+                    "cpu_s": round(cpu, 1),
                     "episodes": len(ep_returns),
                     "mean_return": round(float(np.mean(ep_returns)), 5) if ep_returns else "",
                     "mean_episode_jct": round(float(np.mean(ep_jcts)), 1) if ep_jcts else "",
@@ -557,7 +573,10 @@ def train(
             if log is not None and not math.isnan(eval_jct):
                 log(f"update {update}: eval avg JCT {eval_jct:.0f} s")
             if update % cfg.checkpoint_every == 0 or update == cfg.num_updates:
-                _save(out, net, env_cfg, opt, update, steps_done, wall, cfg)
+                _save(out, net, env_cfg, opt, update, steps_done, (wall, cpu), cfg)
+            if cfg.wall_limit_s and wall >= cfg.wall_limit_s and update < cfg.num_updates:
+                _save(out, net, env_cfg, opt, update, steps_done, (wall, cpu), cfg)
+                break
             if bar is not None:
                 bar.update(1)
                 postfix = {"kl": f"{stats.approx_kl:.3f}", "clip": f"{stats.clip_fraction:.2f}"}
@@ -568,7 +587,8 @@ def train(
         bar.close()
     envs.close()
     wall = wall_before + time.perf_counter() - t0
-    return TrainResult(out, cfg.num_updates, steps_done, wall, last_eval)
+    cpu = cpu_before + time.process_time() - c0
+    return TrainResult(out, update, steps_done, wall, last_eval, cpu)
 
 
 def _overrides_from_json(data: dict[str, object]) -> dict[str, object]:
@@ -595,17 +615,19 @@ def _save(
     opt: torch.optim.Optimizer,
     update: int,
     steps: int,
-    wall: float,
+    times: tuple[float, float],
     cfg: PPOConfig,
 ) -> None:
+    wall, cpu = times
     extra = {
         "update": update,
         "steps": steps,
         "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
         "seed": cfg.seed,
         "env": _env_dict(env_cfg),
     }
     save_checkpoint(out, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, extra=extra)
     tmp = out / (STATE + ".tmp")
-    torch.save({"optimizer": opt.state_dict(), "update": update, "steps": steps, "wall": wall}, tmp)
+    torch.save({"optimizer": opt.state_dict(), "update": update, "steps": steps, "wall": wall, "cpu": cpu}, tmp)
     tmp.replace(out / STATE)

@@ -17,22 +17,20 @@ starts without importing it.
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy
-from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
-from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, Featurizer, ObsConfig
+from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL, pick
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
+from slurmrl.rl.window_policy import WindowPolicy
 
 if TYPE_CHECKING:
     from slurmrl.rl.network import TopDRLNet
@@ -87,19 +85,19 @@ def save_checkpoint(
     (directory / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
-    """A checkpoint's config and its weights as numpy arrays, every tensor checked against the config."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+def _require(path: Path) -> None:
+    if not path.is_file():
+        raise PolicyError(
+            f"policy folder {path.parent} has no {path.name}",
+            hint="a checkpoint folder holds model.safetensors and config.json; `slurmrl train --out DIR` writes one",
+        )
 
-    cfg_path, weights = directory / CONFIG, directory / WEIGHTS
-    for p in (cfg_path, weights):
-        if not p.is_file():
-            raise PolicyError(
-                f"policy folder {directory} has no {p.name}",
-                hint="a checkpoint folder holds model.safetensors and config.json; "
-                "`slurmrl train --out DIR` writes one",
-            )
+
+def read_checkpoint_config(directory: Path) -> Checkpoint:
+    """A checkpoint's config.json, checked; the weights are not read."""
+    cfg_path = directory / CONFIG
+    _require(cfg_path)
+    _require(directory / WEIGHTS)
     try:
         raw = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as exc:
@@ -122,14 +120,24 @@ def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]
         obs = ObsConfig.from_dict(raw["obs"])
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyError(
-            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+            f"bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
         ) from None
     if net_cfg.job_features != obs.job_features:
         raise PolicyError(
-            f"{cfg_path}: net.job_features={net_cfg.job_features} does not match the observation "
+            f"net.job_features={net_cfg.job_features} does not match the observation "
             f"layout ({obs.job_features} features)",
             file=str(cfg_path),
         )
+    return Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
+
+
+def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
+    """A checkpoint's config and its weights as numpy arrays, every tensor checked against the config."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    ckpt = read_checkpoint_config(directory)
+    net_cfg, weights = ckpt.net, directory / WEIGHTS
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as exc:
@@ -148,7 +156,6 @@ def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]
             file=str(weights),
             hint="the weights do not match config.json; re-export the checkpoint",
         )
-    ckpt = Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
     return ckpt, state
 
 
@@ -176,10 +183,8 @@ def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
     )
 
 
-class TopDRLPolicy:
+class TopDRLPolicy(WindowPolicy):
     """Deterministic job picker over a trained network, with a placement for the GPUs."""
-
-    deployable = True
 
     def __init__(
         self,
@@ -190,12 +195,8 @@ class TopDRLPolicy:
         allow_wait: bool = False,
         name: str = "topdrl",
     ) -> None:
-        self.name = name
+        super().__init__(obs, placement, allow_wait=allow_wait, name=name)
         self._infer = weights
-        self.obs_config = obs
-        self.placement = placement
-        self.allow_wait = allow_wait
-        self._feat: Featurizer | None = None
 
     @classmethod
     def from_dir(
@@ -221,75 +222,15 @@ class TopDRLPolicy:
         state = {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
         return cls(NumpyTopDRL(net.cfg, state), obs, placement, allow_wait=allow_wait)
 
-    def bind_oracle(self, durations: Mapping[str, float]) -> None:
-        """A deployable policy never reads true durations."""
-
-    def _featurizer(self, view: ClusterView) -> Featurizer:
-        feat = self._feat
-        if feat is None or feat.cluster is not view.cluster:
-            fresh = Featurizer(view.cluster, self.obs_config, self.placement)
-            if feat is not None and feat.cluster.describe() == view.cluster.describe():
-                fresh.users, fresh.groups = feat.users, feat.groups  # same cluster, new snapshot object
-            self._feat = feat = fresh
-        return feat
-
-    def scores(self, view: ClusterView) -> tuple[list[JobView], np.ndarray]:
-        """The current window and its masked logits (last = wait); for inspection and tests."""
-        feat = self._featurizer(view)
-        feat.sync_running(view.running)
-        window, obs = feat.window_observation(view, view.pool, allow_wait=self.allow_wait)
-        return window, self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
-
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._infer.logits(jobs, grid, glob, mask)
-
-    def decide(self, view: ClusterView) -> Decisions:
-        feat = self._featurizer(view)
-        feat.absorb(view.finished)
-        feat.sync_running(view.running)
-        k = self.obs_config.window
-        if view.pool.total_free == 0 or not view.pending:
-            return Decisions(order=JobIds(view.pending))
-        pool: GpuPool = view.pool.copy()
-        started: list[JobView] = []
-        starts: list[Start] = []
-        skip: set[str] = set()
-        ranked_window: list[JobView] = []
-        while pool.total_free > 0:
-            window, obs = feat.window_observation(
-                view, pool, allow_wait=self.allow_wait, skip=skip, started=len(started)
-            )
-            if not window:
-                break
-            if not obs.mask[:k].any():
-                break
-            logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
-            best = pick(logits)
-            ranked = np.argsort(-logits[: len(window)], kind="stable")
-            ranked_window = [window[i] for i in ranked.tolist()]
-            if best >= k or best >= len(window):
-                break  # the agent chose to wait
-            job, placement = window[best], obs.placements[best]
-            if placement is None:  # cannot happen: masked logits keep infeasible picks out
-                break
-            pool.allocate(placement)
-            feat.hold(job, placement, view.now)
-            started.append(job)
-            starts.append(Start(job.job_id, placement))
-            skip.add(job.job_id)
-        order = JobIds(_order(started, ranked_window, view.pending))
-        return Decisions(order=order, starts=tuple(starts))
-
-
-def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:
-    """Started jobs, then the last window by score, then everyone else in arrival order."""
-    seen: set[str] = set()
-    for job in itertools.chain(started, ranked, pending):
-        if job.job_id not in seen:
-            seen.add(job.job_id)
-            yield job
 
 
 def make_topdrl(placement: PlacementPolicy) -> TopDRLPolicy:
     """Registry factory: the shipped Philly checkpoint with the given placement."""
     return TopDRLPolicy.from_dir(shipped_policy_dir(DEFAULT_POLICY), placement)
+
+
+def load_policy(directory: Path, placement: PlacementPolicy | None) -> TopDRLPolicy:
+    """Loader for :data:`slurmrl.rl.checkpoints.LOADERS`: a TopDRL checkpoint folder as a policy."""
+    return TopDRLPolicy.from_dir(directory, placement)

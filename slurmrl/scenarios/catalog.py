@@ -83,6 +83,30 @@ def _philly_week(week: int, role: str) -> Scenario:
     )
 
 
+GAVEL_MSR = "benchmarks/gavel/msr_seed0/{vc}.trace.gz"
+
+
+CHRONUS_MIX1 = "benchmarks/chronus/trace_job_Philly_MIX1.csv.gz"
+
+
+def _chronus_vc(vc: str, cluster: str, role: str) -> Scenario:
+    what = "meta-rl adaptation" if role == "train" else "meta-rl evaluation, unseen in training and adaptation"
+    return Scenario(
+        f"chronus-mix1-{vc}",
+        f"Chronus MIX1 jobs of Philly VC {vc} (model classes recorded, time unit as the trace's) on {cluster} ({what})",
+        CHRONUS_MIX1, cluster, vcs=(vc,), role=role,
+    )
+
+
+def _gavel_vc(vc: str, cluster: str, role: str) -> Scenario:
+    what = "RL training" if role == "train" else "RL evaluation, unseen in training"
+    return Scenario(
+        f"gavel-msr-{vc}",
+        f"Gavel msr trace of Philly VC {vc} (model classes recorded) on {cluster} ({what})",
+        GAVEL_MSR.format(vc=vc), cluster, role=role,
+    )
+
+
 # Cluster sizes. 640 GPUs carry the Philly weeks at an offered load near 0.9
 # (the first week: 0.89; all four: 0.94); contended variants take GPUs away
 # from the same timeline instead of compressing it.
@@ -148,6 +172,21 @@ _LIST = [
     _philly_week(2, "train"),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
+    # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace
+    # records each job's model class), each VC on a cluster sized to an
+    # offered load near 0.9, for placement agents under `--speed-model full`:
+    # two VCs train, two others are held out.
+    _gavel_vc("6c71a0", "2x5x8:v100", "train"),
+    _gavel_vc("b436b2", "1x6x8:v100", "train"),
+    _gavel_vc("ee9e8c", "2x5x8:v100", "eval"),
+    _gavel_vc("0e4a51", "1x4x8:v100", "eval"),
+    # The shifted workload for meta-rl: Chronus MIX1 (Philly arrivals and sizes,
+    # another model mix: alexnet, vgg16, inception_v3, resnet101, mobilenet_v2,
+    # none of them in the Gavel traces), one VC per scenario on a cluster sized
+    # to an offered load near 0.9. One VC adapts, two others are held out.
+    _chronus_vc("ed69ec", "1x12x8:v100", "train"),
+    _chronus_vc("7f04ca", "1x13x8:v100", "eval"),
+    _chronus_vc("6214e9", "1x13x8:v100", "eval"),
     # openb: 24 pods are created in the first 114 days, most of them running
     # for months (up to 3,483 h) and censored at the trace end; the other
     # 6,179 GPU pods arrive from day 114 to the end (day 149.3). The window

@@ -49,3 +49,24 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
     assert res.exit_code != 0 and "did you mean" in res.output and "Traceback" not in res.output
     res = runner.invoke(main, ["train", "--scenario", "philly-512-week3", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0 and "held out" in res.output
+
+
+def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:
+    runner = CliRunner()
+    folder = str(shipped_policy_dir())
+    args = ["--trace", "embedded:philly-sample", "--cluster", "1x2x8:v100", "--limit", "150", "--no-progress"]
+    res = runner.invoke(main, ["compare", "--policies", f"{folder}+topology,topdrl", "--json", *args])
+    assert res.exit_code == 0, res.output
+    by_dir, by_name = json.loads(res.output)
+    assert by_dir["policy"] == folder and by_dir["placement"] == "topology"
+    assert by_dir["avg_jct"] == by_name["avg_jct"]
+
+
+def test_every_trainable_policy_has_a_trainer() -> None:
+    from slurmrl.cli.rl import TRAINERS, TrainRequest
+
+    assert "topdrl" in TRAINERS
+    runner = CliRunner()
+    res = runner.invoke(main, ["train", "--policy", "nosuch", "--out", "/nonexistent/run"])
+    assert res.exit_code != 0 and "trainable: " in res.output and "Traceback" not in res.output
+    assert TrainRequest.__dataclass_params__.frozen  # type: ignore[attr-defined]

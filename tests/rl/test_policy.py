@@ -161,3 +161,26 @@ def test_training_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert [r.split(",")[0] for r in rows[1:]] == ["1", "2", "3", "4"]
     with pytest.raises(Exception, match="already holds a training run"):
         train(cfg, tmp_path, workloads=[wl], progress=False)
+
+
+def test_wall_limit_stops_the_run_and_keeps_a_checkpoint(tmp_path: Path) -> None:
+    from slurmrl.rl.ppo import LOG, PPOConfig, train
+
+    wl = trace_workload(_trace(40), "1x2x8:v100")
+    cfg = PPOConfig(
+        env_overrides={"episode_jobs": 20, "obs": ObsConfig(window=4, oldest=1), "compression": (1.0, 1.0)},
+        total_steps=128,
+        num_steps=16,
+        num_envs=2,
+        eval_every=0,
+        hidden=8,
+        conv=2,
+        checkpoint_every=100,
+        wall_limit_s=1e-6,
+    )
+    result = train(cfg, tmp_path, workloads=[wl], progress=False)
+    assert (result.updates, result.steps) == (1, 32)
+    assert result.cpu_seconds > 0
+    assert len((tmp_path / LOG).read_text().splitlines()) == 2
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["training"]["update"] == 1 and config["training"]["cpu_seconds"] > 0

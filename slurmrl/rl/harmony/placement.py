@@ -1,0 +1,118 @@
+"""The learned placement: a pointer over nodes for every job that fits in one node.
+
+Called by the ordering's scheduler for one job at a time, like any placement.
+A job that fits in one node (the great majority in the Philly-derived traces)
+goes to the node the network points at, on that node's closest free GPUs
+(:func:`~slurmrl.policy.placement.common.pick_in_node`); a job that must span
+nodes, or asks for a node count or GPU type the pointer does not model, goes
+to the ``fallback`` heuristic placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from slurmrl.cluster.model import NodeAlloc, Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.placement.common import eligible, node_request, pick_in_node
+from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.rl.harmony.features import HarmonyObs, NodeLoads, PlacementObs, observe
+
+# Picks a node index from an observation: (node, log-probability of the pick).
+Chooser = Callable[[PlacementObs], tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pointer decision as it was taken: what the agent saw and did."""
+
+    job_id: str
+    gpus: int
+    obs: PlacementObs
+    action: int
+    logp: float
+    placement: Placement
+    time: float
+
+
+class HarmonyPlacement:
+    """A :class:`PlacementPolicy` whose node choice comes from ``chooser``."""
+
+    name = "harmony"
+
+    def __init__(self, obs: HarmonyObs, chooser: Chooser, fallback: PlacementPolicy) -> None:
+        self.obs = obs
+        self.chooser = chooser
+        self.fallback = fallback
+        self.queue: Sequence[JobView] = ()
+        self.tried: dict[str, Step] = {}  # the latest pointer decision per job in this pass
+        self._view: ClusterView | None = None
+        self._loads: NodeLoads | None = None
+
+    def begin(self, view: ClusterView, queue: Sequence[JobView]) -> None:
+        """A new pass: ``queue`` is the head of the ordering's rank (the encoder's window)."""
+        self.queue = queue
+        self.tried = {}
+
+    def _loads_for(self, view: ClusterView) -> NodeLoads:
+        if view is not self._view or self._loads is None:
+            self._view, self._loads = view, NodeLoads(view.cluster, self.obs, view.running)
+        return self._loads
+
+    def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        job = node_request(job, view)
+        cluster = pool.cluster
+        if job.gpus <= 0 or job.gpus > pool.total_free:
+            return None
+        single = job.gpus <= cluster.max_gpus_per_node and job.num_nodes in (None, 1)
+        if view is None or not single:
+            return self._fallback(job, pool, view)
+        mask = eligible(job, pool)
+        if not (mask & (pool.free_count >= job.gpus)).any():
+            return None
+        loads = self._loads_for(view)
+        o = observe(
+            job, self.queue, pool, loads, self.obs,
+            now=view.now, pending=len(view.pending), running=len(view.running), eligible=mask,
+        )
+        node, logp = self.chooser(o)
+        if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook
+            return None
+        placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
+        self.tried[job.job_id] = Step(job.job_id, job.gpus, o, node, logp, placement, view.now)
+        loads.add(job, placement)
+        return placement
+
+    def _fallback(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
+        placement = self.fallback.place(job, pool, view)
+        if placement is not None and view is not None:
+            self._loads_for(view).add(job, placement)
+        return placement
+
+
+def greedy_chooser(logits_of: Callable[[PlacementObs], np.ndarray]) -> Chooser:
+    """The deployed rule: the best node, near-ties to the lowest index (CPU-independent)."""
+    from slurmrl.rl.inference import pick
+
+    def choose(o: PlacementObs) -> tuple[int, float]:
+        return pick(logits_of(o)), 0.0
+
+    return choose
+
+
+def sampling_chooser(logits_of: Callable[[PlacementObs], np.ndarray], rng: np.random.Generator) -> Chooser:
+    """Training's behaviour policy: a node drawn from the softmax, with its log-probability."""
+
+    def choose(o: PlacementObs) -> tuple[int, float]:
+        z = logits_of(o).astype(np.float64)
+        z -= z.max()
+        p = np.exp(z)
+        p /= p.sum()
+        node = int(rng.choice(len(p), p=p))
+        return node, float(np.log(max(p[node], 1e-12)))
+
+    return choose

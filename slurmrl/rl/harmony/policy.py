@@ -1,0 +1,159 @@
+"""The trained Harmony agent as a deployable :class:`~slurmrl.policy.base.Policy`.
+
+A deployable heuristic ordering decides WHICH jobs start (``qssf`` by
+default: the best non-preemptive ordering on the training scenarios, see
+policies/harmony-philly/card.md), with its EASY backfill; the agent decides
+WHERE each starts. The policy is the ordering's own scheduler with the learned
+placement put in, so backfill reservations are priced with the agent's own
+placements and nothing is preempted.
+
+A checkpoint is a folder with ``model.safetensors`` (weights only, no pickle)
+and ``config.json``, loadable without torch: decisions are computed in numpy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from slurmrl.errors import PolicyError
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.view import ClusterView, Decisions, JobView
+from slurmrl.rl import checkpoints
+from slurmrl.rl.harmony.features import HarmonyObs
+from slurmrl.rl.harmony.netconfig import HarmonyNetConfig, weight_shapes
+from slurmrl.rl.harmony.numpy_net import NumpyHarmony
+from slurmrl.rl.harmony.placement import Chooser, HarmonyPlacement, Step, greedy_chooser
+
+if TYPE_CHECKING:
+    from slurmrl.rl.harmony.network import HarmonyNet
+
+CHECKPOINT_FORMAT = "slurmrl-harmony"
+CHECKPOINT_VERSION = 1
+WEIGHTS = checkpoints.WEIGHTS
+CONFIG = checkpoints.CONFIG
+DEFAULT_POLICY = "harmony-philly"
+DEFAULT_ORDERING = "qssf"
+ORDERINGS = ("fifo-backfill", "slurm", "qssf")  # deployable and non-preemptive
+
+
+@dataclass(frozen=True)
+class HarmonyCheckpoint:
+    net: HarmonyNetConfig
+    obs: HarmonyObs
+    ordering: str = DEFAULT_ORDERING
+
+
+class _WindowOrdering:
+    """The ordering, also handing the head of each ranking to the placement (the encoder's window)."""
+
+    def __init__(self, inner: object, placement: HarmonyPlacement) -> None:
+        self._inner = inner
+        self._placement = placement
+
+    def order(self, view: ClusterView) -> Iterable[JobView]:
+        ranked = self._inner.order(view)  # type: ignore[attr-defined]
+        if iter(ranked) is ranked:  # a one-shot iterator: keep what we read
+            ranked = list(ranked)
+        head = list(itertools.islice(ranked, self._placement.obs.window + 1))
+        self._placement.begin(view, head)
+        return ranked
+
+    def __getattr__(self, name: str) -> object:  # started(), bind_oracle(), ...
+        return getattr(self._inner, name)
+
+
+class HarmonyPolicy:
+    """A heuristic ordering's scheduler with the learned placement."""
+
+    deployable = True
+
+    def __init__(
+        self,
+        obs: HarmonyObs,
+        chooser: Chooser,
+        fallback: PlacementPolicy,
+        *,
+        ordering: str = DEFAULT_ORDERING,
+        name: str = "harmony",
+    ) -> None:
+        from slurmrl.policy.registry import policy_entry
+
+        if ordering not in ORDERINGS:
+            raise PolicyError(f"harmony ordering '{ordering}' is not one of {', '.join(ORDERINGS)}")
+        self.name = name
+        self.placement = HarmonyPlacement(obs, chooser, fallback)
+        self._inner = policy_entry(ordering).load()(self.placement)
+        self._inner.ordering = _WindowOrdering(self._inner.ordering, self.placement)
+        self.steps: list[Step] | None = None  # set to a list to record the decisions that started jobs
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        """A deployable policy never reads true durations."""
+
+    def decide(self, view: ClusterView) -> Decisions:
+        decisions = self._inner.decide(view)
+        if self.steps is not None:
+            tried = self.placement.tried
+            for start in decisions.starts:
+                step = tried.get(start.job_id)
+                if step is not None and step.placement == start.placement:
+                    self.steps.append(step)
+        return decisions
+
+    @classmethod
+    def from_dir(cls, directory: Path | str, fallback: PlacementPolicy | None = None) -> HarmonyPolicy:
+        from slurmrl.policy.registry import make_placement
+
+        directory = Path(directory)
+        ckpt, state = read_checkpoint(directory)
+        net = NumpyHarmony(ckpt.net, state)
+        return cls(
+            ckpt.obs,
+            greedy_chooser(net.logits),
+            fallback or make_placement("interference-aware"),
+            ordering=ckpt.ordering,
+            name="harmony" if directory.name == DEFAULT_POLICY else f"harmony:{directory.name}",
+        )
+
+
+def save_checkpoint(
+    directory: Path, net: HarmonyNet, obs: HarmonyObs, ordering: str, extra: Mapping[str, object] | None = None
+) -> None:
+    config: dict[str, object] = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "net": net.cfg.to_dict(),
+        "obs": obs.to_dict(),
+        "ordering": ordering,
+    }
+    if extra:
+        config["training"] = dict(extra)
+    checkpoints.write_checkpoint(directory, net.state_dict(), config)
+
+
+def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.ndarray]]:
+    """Config and weights (numpy), every tensor checked against the config."""
+    raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "Harmony")
+    cfg_path = directory / CONFIG
+    try:
+        net_cfg = HarmonyNetConfig(**raw["net"])
+        obs = HarmonyObs.from_dict(raw["obs"])
+        ordering = str(raw.get("ordering", DEFAULT_ORDERING))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyError(f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)) from None
+    if (net_cfg.job_features, net_cfg.node_features) != (obs.job_features, obs.node_features):
+        raise PolicyError(f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path))
+    return HarmonyCheckpoint(net_cfg, obs, ordering), checkpoints.read_weights(directory, weight_shapes(net_cfg))
+
+def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
+    """The shipped checkpoint folder (see :func:`slurmrl.rl.checkpoints.shipped_policy_dir`)."""
+    return checkpoints.shipped_policy_dir(name)
+
+def make_harmony(placement: PlacementPolicy) -> HarmonyPolicy:
+    """Registry factory: the shipped checkpoint; ``placement`` places the jobs the pointer does not."""
+    return HarmonyPolicy.from_dir(shipped_policy_dir(), placement)

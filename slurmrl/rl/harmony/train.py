@@ -1,0 +1,255 @@
+"""Harmony's trainer: off-policy actor-critic from experience replay, most rewards predicted.
+
+Per episode (:class:`~slurmrl.rl.harmony.env.PlacementEnv`): the current
+network, sampling, places the jobs of a drawn trace window. The episode's
+rewards come from the simulator (the finished jobs' lost GPU-hours) on the
+first ``warmup_real`` episodes and on every ``real_every``-th after that; on
+all other episodes the learned :class:`~slurmrl.rl.harmony.reward_model.RewardModel`
+predicts them at decision time, and no simulator reward is read. Returns are
+discounted sums over the episode's decisions; every decision goes into the
+replay buffer with its behaviour log-probability, and ``updates_per_episode``
+minibatches drawn from the buffer update the actor (policy gradient weighted
+by the truncated importance ratio, ACER's rho-bar = 1) and the critic.
+
+``real_every=1`` turns the reward model off (every reward from the
+simulator): the model-free reference the card compares with. Every
+``eval_every`` episodes the greedy policy replays a fixed yardstick (the last
+``eval_jobs`` jobs of each training workload; never an evaluation scenario)
+and the weights with the best yardstick average JCT so far are the checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from slurmrl.errors import ConfigError
+from slurmrl.rl.harmony.env import EnvConfig, Episode, PlacementEnv
+from slurmrl.rl.harmony.features import HarmonyObs
+from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
+from slurmrl.rl.harmony.network import HarmonyNet
+from slurmrl.rl.harmony.numpy_net import NumpyHarmony
+from slurmrl.rl.harmony.placement import greedy_chooser, sampling_chooser
+from slurmrl.rl.harmony.policy import save_checkpoint
+from slurmrl.rl.harmony.replay import ReplayBatch, ReplayBuffer, discounted_returns
+from slurmrl.rl.harmony.reward_model import RewardModel, r_squared, reward_inputs
+from slurmrl.sim.experiment import Workload, run_policy
+
+LOG = "log.csv"
+RUN = "run.json"
+
+
+@dataclass(frozen=True)
+class HarmonyConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    episodes: int = 200
+    wall_limit_s: float = 840.0  # stop after the episode that crosses this
+    hidden: int = 64
+    gamma: float = 0.9
+    learning_rate: float = 1e-3
+    updates_per_episode: int = 8
+    batch_size: int = 256
+    replay_capacity: int = 50_000
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    rho_bar: float = 1.0
+    max_grad_norm: float = 1.0
+    warmup_real: int = 6  # first episodes whose rewards all come from the simulator
+    real_every: int = 4  # afterwards every k-th episode reads simulator rewards; 1 = model-free
+    reward_fit_steps: int = 300
+    eval_every: int = 20  # episodes between yardstick checks (the card's checkpoint rule)
+    eval_jobs: int = 800  # yardstick: the last this many jobs of each training workload
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class HarmonyResult:
+    out: Path
+    episodes: int
+    decisions: int
+    real_rewards: int
+    predicted_rewards: int
+    wall_seconds: float
+    cpu_seconds: float
+    best_eval_jct: float
+
+
+LOG_FIELDS = (
+    "episode", "wall_s", "cpu_s", "decisions", "reward_source", "real_rewards", "predicted_rewards",
+    "mean_reward", "episode_avg_jct", "rm_heldout_r2", "rm_fit_r2", "policy_loss", "value_loss",
+    "entropy", "mean_rho", "eval_avg_jct",
+)
+
+
+def yardstick(env: PlacementEnv, jobs: int) -> list[Workload]:
+    """The last ``jobs`` jobs of each training workload, on its own timeline."""
+    out = []
+    for wl in env.workloads:
+        chosen = wl.trace.jobs[-jobs:]
+        out.append(replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]"))
+    return out
+
+
+def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) -> float:
+    """Mean over ``windows`` of the greedy policy's average JCT (seconds)."""
+    infer = _numpy(net)
+    jcts = [
+        float(run_policy(w, env.policy(greedy_chooser(infer.logits)), settings=env.settings).summary["avg_jct"])  # type: ignore[arg-type]
+        for w in windows
+    ]
+    return float(np.mean(jcts))
+
+
+def _numpy(net: HarmonyNet) -> NumpyHarmony:
+    return NumpyHarmony(net.cfg, {k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    mean_rho: float
+
+
+def update(net: HarmonyNet, opt: torch.optim.Optimizer, batch: ReplayBatch, cfg: HarmonyConfig) -> UpdateStats:
+    """One actor-critic step on replayed decisions, weighted by min(rho_bar, pi/mu)."""
+    t = {k: torch.as_tensor(getattr(batch, k)) for k in ("job", "window", "nodes", "globals", "mask")}
+    logits, value = net(t["job"], t["window"], t["nodes"], t["globals"], t["mask"])
+    logp_all = torch.log_softmax(logits, dim=1)
+    actions = torch.as_tensor(batch.actions)
+    logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+    rho = torch.exp(logp.detach() - torch.as_tensor(batch.logp)).clamp(max=cfg.rho_bar)
+    returns = torch.as_tensor(batch.returns)
+    adv = (returns - value).detach()
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    pg = -(rho * adv * logp).mean()
+    vl = 0.5 * ((returns - value) ** 2).mean()
+    ent = -(logp_all.exp() * logp_all).sum(dim=1).mean()
+    loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
+    opt.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+    opt.step()
+    return UpdateStats(float(pg.detach()), float(vl.detach()), float(ent.detach()), float(rho.mean()))
+
+
+def reads_simulator(cfg: HarmonyConfig, episode: int) -> bool:
+    """Whether episode ``episode`` (1-based) takes its rewards from the simulator."""
+    if cfg.real_every < 1:
+        raise ConfigError(f"real_every must be at least 1, got {cfg.real_every}")
+    return episode <= cfg.warmup_real or (episode - cfg.warmup_real) % cfg.real_every == 0
+
+
+def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> HarmonyResult:
+    """Train into ``out`` (weights of the best yardstick, config.json, run.json, log.csv)."""
+    out = Path(out)
+    if (out / RUN).is_file():
+        raise ConfigError(f"{out} already holds a training run", hint="pick another output folder")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(cfg.seed)
+    env = PlacementEnv(cfg.env, workloads=workloads)
+    obs: HarmonyObs = cfg.env.obs
+    net = HarmonyNet(HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features, cfg.hidden))
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    max_nodes = max(len(w.cluster.nodes) for w in env.workloads)
+    buffer = ReplayBuffer(cfg.replay_capacity, obs, max_nodes)
+    model = RewardModel(obs.job_features + obs.node_features + obs.global_features, seed=cfg.seed)
+    windows = yardstick(env, cfg.eval_jobs) if cfg.eval_every else []
+    (out / RUN).write_text(json.dumps({"harmony": _config_dict(cfg)}, indent=2) + "\n")
+    t0, c0 = time.perf_counter(), time.process_time()
+    best = math.inf
+    real = predicted = decisions = 0
+    episode = 0
+    with (out / LOG).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS)
+        writer.writeheader()
+        for episode in range(1, cfg.episodes + 1):
+            ep = env.run(env.draw(rng), sampling_chooser(_numpy(net).logits, rng))
+            row = _learn_rewards(cfg, episode, ep, model)
+            rewards = row.pop("rewards")
+            if row["reward_source"] == "simulator":
+                real += len(ep.steps)
+            else:
+                predicted += len(ep.steps)
+            decisions += len(ep.steps)
+            returns = discounted_returns(rewards, cfg.gamma)
+            buffer.extend([(s.obs, s.action, s.logp, float(g)) for s, g in zip(ep.steps, returns, strict=True)])
+            stats = [update(net, opt, buffer.sample(cfg.batch_size, rng), cfg)
+                     for _ in range(cfg.updates_per_episode)] if len(buffer) else []
+            eval_jct = math.nan
+            if windows and (episode % cfg.eval_every == 0):
+                eval_jct = evaluate(env, net, windows)
+                if eval_jct < best:
+                    best = eval_jct
+                    _save(out, net, cfg, episode, decisions, real, predicted, eval_jct)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            writer.writerow({
+                "episode": episode, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "decisions": len(ep.steps),
+                "real_rewards": real, "predicted_rewards": predicted,
+                "mean_reward": round(float(np.mean(rewards)), 4) if len(rewards) else "",
+                "episode_avg_jct": round(ep.avg_jct, 1),
+                **row, **_mean_stats(stats),
+                "eval_avg_jct": "" if math.isnan(eval_jct) else round(eval_jct, 1),
+            })
+            fh.flush()
+            if wall >= cfg.wall_limit_s:
+                break
+    if not windows or not math.isfinite(best):
+        _save(out, net, cfg, episode, decisions, real, predicted, best)
+    return HarmonyResult(out, episode, decisions, real, predicted, time.perf_counter() - t0,
+                         time.process_time() - c0, best)
+
+
+def _learn_rewards(cfg: HarmonyConfig, episode: int, ep: Episode, model: RewardModel) -> dict[str, object]:
+    """The rewards training uses for ``ep``: the simulator's (and a refit) or the model's."""
+    x = np.stack([reward_inputs(s.obs, s.action) for s in ep.steps]) if ep.steps else np.zeros((0, 1))
+    row: dict[str, object] = {"rm_heldout_r2": "", "rm_fit_r2": ""}
+    if reads_simulator(cfg, episode) or not model.samples:
+        if model.samples and len(ep.rewards):
+            row["rm_heldout_r2"] = _round(r_squared(model.predict(x), ep.rewards))
+        if len(ep.rewards):
+            model.add(x, ep.rewards)
+            row["rm_fit_r2"] = _round(model.fit(cfg.reward_fit_steps).r2)
+        row.update(reward_source="simulator", rewards=ep.rewards)
+        return row
+    rewards = np.minimum(model.predict(x), 0.0).astype(np.float32) if len(x) else ep.rewards
+    row.update(reward_source="model", rewards=rewards)
+    return row
+
+
+def _round(x: float) -> float | str:
+    return "" if math.isnan(x) else round(x, 4)
+
+
+def _mean_stats(stats: list[UpdateStats]) -> dict[str, object]:
+    if not stats:
+        return {}
+    return {k: round(float(np.mean([getattr(s, k) for s in stats])), 5) for k in asdict(stats[0])}
+
+
+def _config_dict(cfg: HarmonyConfig) -> dict[str, object]:
+    d = asdict(cfg)
+    d["env"]["obs"] = cfg.env.obs.to_dict()
+    return d
+
+
+def _save(out: Path, net: HarmonyNet, cfg: HarmonyConfig, episode: int, decisions: int, real: int,
+          predicted: int, eval_jct: float) -> None:
+    extra = {
+        "episode": episode, "decisions": decisions, "real_rewards": real, "predicted_rewards": predicted,
+        "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1), "seed": cfg.seed,
+        "scenarios": list(cfg.env.scenarios),
+    }
+    save_checkpoint(out, net, cfg.env.obs, cfg.env.ordering, extra)

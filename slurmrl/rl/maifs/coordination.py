@@ -1,0 +1,195 @@
+"""One multi-agent step: the window's agents choose count and target, conflicts resolved in rank order.
+
+The coordination graph has an edge between two agents when they compete for
+free GPUs: both have an open option on the same rack, or one may go
+"anywhere". Deep Coordination Graphs (Böhmer et al., ICML 2020) put pairwise
+payoff terms on such edges and maximise their sum by message passing; here
+the edges are resolved in a fixed order instead, each agent choosing with
+its options masked by what its predecessors along the graph took (the
+sequential scheme of Multi-Agent Transformer, Wen et al., NeurIPS 2022,
+whose multi-agent advantage decomposition, Kuba et al., ICLR 2022, makes the
+joint policy the product of the conditional ones). Two reasons: the masks
+make double-booking a GPU impossible by construction, where payoff terms
+only make it unlikely; and a step costs K small forward passes, not
+iterations of max-sum over K x O options. The order is the window's (old
+jobs, then the ranking), the priority a scheduler would give them anyway.
+
+Every agent reads the same attention context (the window's demands, encoded
+once per step), and its own option rows, built at its turn against the GPUs
+left: decentralised execution, each actor with its own observation plus the
+attention messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+
+from slurmrl.cluster.model import Cluster, Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.elastic.curves import Curves, bounds, sized
+from slurmrl.policy.placement.topology import Topology
+from slurmrl.policy.view import ClusterView, JobView, Start
+from slurmrl.rl.maifs.obs import (
+    MaifsObs,
+    RackState,
+    count_choices,
+    global_row,
+    job_row,
+    option_rows,
+    option_table,
+)
+from slurmrl.rl.maifs.reservation import Gate
+
+# Picks an option from masked logits: (index, log-probability of the pick).
+Chooser = Callable[[np.ndarray], tuple[int, float]]
+
+
+class AgentNet(Protocol):
+    def encode(self, jobs: np.ndarray, glob: np.ndarray) -> np.ndarray:
+        """Per-agent context ``[K, h]`` after attention over the window."""
+        ...
+
+    def logits(self, context: np.ndarray, agent: int, options: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Masked option logits ``[O]`` of one agent."""
+        ...
+
+
+@dataclass(frozen=True)
+class MaifsStep:
+    """One step as it was taken: every agent's inputs, its choice and the choice's log-probability."""
+
+    jobs: np.ndarray  # [K, F_j]
+    glob: np.ndarray  # [S]
+    options: np.ndarray  # [K, O, F_o]
+    masks: np.ndarray  # [K, O] bool, as each agent chose (after its predecessors)
+    actions: np.ndarray  # [K] int64 (0 for padding rows)
+    logps: np.ndarray  # [K] float32
+    time: float
+
+
+@dataclass(frozen=True)
+class Agent:
+    job: JobView
+    counts: tuple[int, ...]
+    estimate: float  # seconds, from finished jobs' history
+
+
+class Resolver:
+    """Runs steps on one cluster; caches the rack node sets and the scaling curves."""
+
+    def __init__(self, cluster: Cluster, obs: MaifsObs) -> None:
+        self.cluster = cluster
+        self.obs = obs
+        self.curves = Curves(cluster)
+        self.topology = Topology()
+        self.racks = len(cluster.racks)
+        self.rack_sets = tuple(frozenset(r.nodes) for r in cluster.racks)
+
+    def place(
+        self, job: JobView, count: int, rack: int | None, pool: GpuPool, view: ClusterView
+    ) -> Placement | None:
+        """``count`` GPUs for ``job`` closest-first (``topology``), within ``rack`` unless None."""
+        target = sized(job, count, self.cluster)
+        if rack is not None:
+            nodes = self.rack_sets[rack]
+            target = replace(
+                target, allowed_nodes=nodes if job.allowed_nodes is None else nodes & job.allowed_nodes
+            )
+        return self.topology.place(target, pool, view)
+
+    def step(
+        self,
+        agents: list[Agent],
+        view: ClusterView,
+        pool: GpuPool,
+        net: AgentNet,
+        choose: Chooser,
+        gate: Gate | None = None,
+    ) -> tuple[MaifsStep, list[Start]]:
+        """Let ``agents`` choose in order, allocating in ``pool``; the step and the starts it made.
+
+        With a ``gate`` each agent's options and placement are limited to the
+        GPUs its reservation leaves it (:mod:`.reservation`).
+        """
+        obs, k = self.obs, self.obs.window
+        n_opt = obs.options(self.racks)
+        jobs = np.zeros((k, obs.job_features), dtype=np.float32)
+        options = np.zeros((k, n_opt, obs.option_features), dtype=np.float32)
+        masks = np.zeros((k, n_opt), dtype=bool)
+        masks[:, -1] = True  # padding rows: only "not now"
+        actions = np.full(k, n_opt - 1, dtype=np.int64)
+        logps = np.zeros(k, dtype=np.float32)
+        now = view.now
+
+        def usable(job: JobView) -> GpuPool:
+            return pool if gate is None else gate.pool_for(job, pool, now)
+
+        first: list[tuple[np.ndarray, np.ndarray]] = []
+        for i, agent in enumerate(agents):
+            mine = usable(agent.job)
+            rows, mask = option_rows(
+                agent.job,
+                agent.counts,
+                RackState(agent.job, mine),
+                obs,
+                self.curves,
+                now=now,
+                total_free=mine.total_free,
+            )
+            first.append((rows, mask))
+            fits_low = bool(mask[:-1].any())
+            jobs[i] = job_row(
+                agent.job,
+                obs,
+                self.curves,
+                now=now,
+                estimate=agent.estimate,
+                rank=i,
+                open_options=float(mask[:-1].sum()) / max(n_opt - 1, 1),
+                fits_low=fits_low,
+            )
+        demand = sum(bounds(a.job)[0] for a in agents)
+        glob = global_row(view, pool, demand)
+        context = net.encode(jobs, glob)
+        starts: list[Start] = []
+        for i, agent in enumerate(agents):
+            mine = usable(agent.job)
+            if i == 0:
+                rows, mask = first[0]
+            else:
+                rows, mask = option_rows(
+                    agent.job,
+                    agent.counts,
+                    RackState(agent.job, mine),
+                    obs,
+                    self.curves,
+                    now=now,
+                    total_free=mine.total_free,
+                )
+            table = option_table(agent.counts, self.racks, obs.max_counts)
+            mask = mask.copy()
+            while True:
+                a, logp = choose(net.logits(context, i, rows, mask))
+                choice = table[a]
+                if choice is None:  # "not now"
+                    break
+                placement = self.place(agent.job, choice.count, choice.rack, mine, view)
+                if placement is not None:
+                    pool.allocate(placement)
+                    if gate is not None:
+                        gate.taken(placement)
+                    starts.append(Start(agent.job.job_id, placement))
+                    break
+                # The quick feasibility test let through what topology could not place: close it, choose again.
+                mask[a] = False
+                if not mask[:-1].any():
+                    mask[-1] = True
+            options[i], masks[i], actions[i], logps[i] = rows, mask, a, logp
+        return MaifsStep(jobs, glob, options, masks, actions, logps, now), starts
+
+    def agent(self, job: JobView, estimate: float) -> Agent:
+        return Agent(job, count_choices(job, self.obs.max_counts), estimate)

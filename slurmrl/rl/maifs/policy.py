@@ -1,0 +1,203 @@
+"""The trained MAIFS agents as a deployable :class:`~slurmrl.policy.base.Policy`, and its checkpoint.
+
+Each pass: the window's agents (:mod:`.window`) choose in turn
+(:mod:`.coordination`); when some started and GPUs are left, the next
+window of jobs that could still fit takes its turn, until nothing starts.
+Non-preemptive and work-conserving ("not now" is open to an agent only when
+none of its options can be placed), so a job's count is chosen once, at its
+start; rigid jobs are placed like any other, on their one count.
+
+A checkpoint is a folder with ``model.safetensors`` (weights only, no
+pickle) and ``config.json``, loadable without torch: decisions run in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
+from slurmrl.errors import PolicyError
+from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.ordering.qssf import QssfOrdering
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+from slurmrl.rl import checkpoints
+from slurmrl.rl.maifs.coordination import AgentNet, Chooser, MaifsStep, Resolver
+from slurmrl.rl.maifs.netconfig import MaifsNetConfig, weight_shapes
+from slurmrl.rl.maifs.numpy_net import NumpyMaifs
+from slurmrl.rl.maifs.obs import MaifsObs
+from slurmrl.rl.maifs.reservation import Gate, Reserver
+from slurmrl.rl.maifs.window import pick_window
+
+if TYPE_CHECKING:
+    from slurmrl.rl.maifs.network import MaifsNet
+
+CHECKPOINT_FORMAT = "slurmrl-maifs"
+CHECKPOINT_VERSION = 1
+WEIGHTS = checkpoints.WEIGHTS
+CONFIG = checkpoints.CONFIG
+DEFAULT_POLICY = "maifs-philly"
+
+
+def greedy(logits: np.ndarray) -> tuple[int, float]:
+    """The deployed rule: the best option, near-ties to the lowest index (CPU-independent)."""
+    from slurmrl.rl.inference import pick
+
+    return pick(logits), 0.0
+
+
+def sampling(rng: np.random.Generator) -> Chooser:
+    """Training's behaviour policy: an option drawn from the softmax, with its log-probability."""
+
+    def choose(logits: np.ndarray) -> tuple[int, float]:
+        z = logits.astype(np.float64)
+        z -= z.max()
+        p = np.exp(z)
+        p /= p.sum()
+        a = int(rng.choice(p.size, p=p))
+        return a, float(np.log(max(p[a], 1e-12)))
+
+    return choose
+
+
+class MaifsPolicy:
+    """Multi-agent count-and-placement decisions over a window of the ranking."""
+
+    deployable = True
+
+    def __init__(
+        self, obs: MaifsObs, net: AgentNet, choose: Chooser = greedy, *, name: str = "maifs"
+    ) -> None:
+        self.name = name
+        self.obs = obs
+        self.net = net
+        self.choose = choose
+        self.ordering = QssfOrdering()  # its estimator learns run times from finished jobs
+        self.reserver = Reserver(self.ordering) if obs.reserve else None
+        self._resolver: Resolver | None = None
+        self.steps: list[MaifsStep] | None = None  # set to a list to record every step
+
+    def bind_oracle(self, durations: Mapping[str, float]) -> None:
+        """A deployable policy never reads true durations."""
+
+    def resolver(self, view: ClusterView) -> Resolver:
+        if self._resolver is None or self._resolver.cluster is not view.cluster:
+            self._resolver = Resolver(view.cluster, self.obs)
+        return self._resolver
+
+    def decide(self, view: ClusterView) -> Decisions:
+        ranked = self.ordering.order(view)
+        pool = view.pool.copy()
+        gate = self.reserver.gate(view, ranked, pool) if self.reserver is not None else None
+        began = self.windows(view, ranked, pool, gate)
+        starts = tuple(Start(job.job_id, placement) for job, placement in began)
+        self.ordering.started([s.job_id for s in starts])
+        info: dict[str, float] = {}
+        if self.reserver is not None:
+            self.reserver.started(view, began)
+            info["shadow_time"] = gate.shadow if gate is not None else math.nan
+        return Decisions(order=JobIds(ranked), starts=starts, info=info)
+
+    def windows(
+        self, view: ClusterView, ranked: Iterable[JobView], pool: GpuPool, gate: Gate | None
+    ) -> list[tuple[JobView, Placement]]:
+        """Window after window takes its step while GPUs are left and the last one started something."""
+        resolver = self.resolver(view)
+        estimator = self.ordering.estimator
+        pool_for = None if gate is None else (lambda job: gate.pool_for(job, pool, view.now))
+        done: set[str] = set()
+        began: list[tuple[JobView, Placement]] = []
+        while pool.total_free > 0:
+            window = pick_window(
+                view.pending,
+                ranked,
+                pool,
+                size=self.obs.window,
+                oldest=self.obs.oldest,
+                skip=done,
+                pool_for=pool_for,
+            )
+            if not window:
+                break
+            agents = [resolver.agent(job, estimator.estimate(job)) for job in window]
+            step, started = resolver.step(agents, view, pool, self.net, self.choose, gate)
+            if self.steps is not None:
+                self.steps.append(step)
+            done.update(job.job_id for job in window)
+            if not started:
+                break
+            by_id = {job.job_id: job for job in window}
+            began.extend((by_id[s.job_id], s.placement) for s in started)
+        return began
+
+    @classmethod
+    def from_dir(cls, directory: Path | str) -> MaifsPolicy:
+        directory = Path(directory)
+        obs, net_cfg, state = read_checkpoint(directory)
+        name = "maifs" if directory.name == DEFAULT_POLICY else f"maifs:{directory.name}"
+        return cls(obs, NumpyMaifs(net_cfg, state), name=name)
+
+
+def numpy_copy(net: MaifsNet) -> NumpyMaifs:
+    """The numpy actor of a torch network's current weights (what rollouts run)."""
+    return NumpyMaifs(net.cfg, {k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    obs: MaifsObs
+    net: MaifsNetConfig
+
+
+def save_checkpoint(
+    directory: Path, net: MaifsNet, obs: MaifsObs, extra: Mapping[str, object] | None = None
+) -> None:
+    config: dict[str, object] = {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "net": net.cfg.to_dict(),
+        "obs": obs.to_dict(),
+    }
+    if extra:
+        config["training"] = dict(extra)
+    checkpoints.write_checkpoint(directory, net.state_dict(), config)
+
+
+def read_checkpoint(directory: Path) -> tuple[MaifsObs, MaifsNetConfig, dict[str, np.ndarray]]:
+    """Observation layout, network config and weights (numpy), every tensor checked against the config."""
+    raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS")
+    cfg_path = directory / CONFIG
+    try:
+        net_cfg = MaifsNetConfig(**raw["net"])
+        obs = MaifsObs.from_dict(raw["obs"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyError(
+            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+        ) from None
+    layout = (obs.job_features, obs.option_features, obs.global_features)
+    if (net_cfg.job_features, net_cfg.option_features, net_cfg.global_features) != layout:
+        raise PolicyError(
+            f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
+        )
+    return obs, net_cfg, checkpoints.read_weights(directory, weight_shapes(net_cfg))
+
+
+def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
+    """The shipped checkpoint folder (see :func:`slurmrl.rl.checkpoints.shipped_policy_dir`)."""
+    return checkpoints.shipped_policy_dir(name)
+
+
+def make_maifs(placement: PlacementPolicy) -> MaifsPolicy:
+    """Registry factory: the shipped checkpoint. Agents place with ``topology`` (by rack); ``placement`` is unused."""
+    return MaifsPolicy.from_dir(shipped_policy_dir())
+
+
+def load_policy(directory: Path, placement: PlacementPolicy | None) -> MaifsPolicy:
+    """A MAIFS checkpoint folder as a policy; its agents place by rack, so ``placement`` is unused."""
+    return MaifsPolicy.from_dir(directory)

@@ -1,0 +1,400 @@
+"""MAPPO for the MAIFS agents: shared actor, centralised critic, PPO's clipped updates.
+
+The recipe of MAPPO (Yu et al., "The Surprising Effectiveness of PPO in
+Cooperative Multi-Agent Games", NeurIPS 2022 Datasets and Benchmarks): one
+actor shared by every agent, a critic over the whole state (every agent's
+context and the cluster), one team reward, GAE on the critic's values, and
+the clipped objective applied to each agent's own probability ratio with the
+team advantage. Only agents that had a choice (two or more open options)
+enter the policy loss; the rest carry no gradient.
+
+Per update ``episodes_per_update`` episodes (:class:`~.env.ElasticEnv`) are
+replayed with the current actor sampling; advantages come from
+:func:`slurmrl.rl.ppo.compute_advantages`, epochs stop early on
+:func:`slurmrl.rl.ppo.kl_exceeded`, and the log keeps approximate KL, clip
+fraction and :func:`slurmrl.rl.ppo.explained_variance` as
+:mod:`slurmrl.rl.ppo` does. Every ``eval_every`` updates the greedy actor
+replays a fixed yardstick (the last ``eval_jobs`` jobs of each training
+workload on their own timeline; never an evaluation scenario) and the weights
+with the best yardstick average JCT so far are the checkpoint. Training stops
+at ``updates`` or at the first update that ends past ``wall_limit_s``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from slurmrl.errors import ConfigError
+from slurmrl.rl.maifs.coordination import MaifsStep
+from slurmrl.rl.maifs.env import ElasticEnv, EnvConfig, Episode
+from slurmrl.rl.maifs.netconfig import MaifsNetConfig
+from slurmrl.rl.maifs.network import MaifsNet
+from slurmrl.rl.maifs.policy import greedy, numpy_copy, sampling, save_checkpoint
+from slurmrl.rl.ppo import UpdateStats, compute_advantages, explained_variance, kl_exceeded
+from slurmrl.sim.experiment import Workload, run_policy
+
+LOG = "log.csv"
+RUN = "run.json"
+LOG_FIELDS = (
+    "update",
+    "steps",
+    "wall_s",
+    "cpu_s",
+    "episodes",
+    "mean_return",
+    "mean_episode_jct",
+    "decision_agents",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_fraction",
+    "explained_variance",
+    "epochs",
+    "eval_avg_jct",
+)
+
+
+@dataclass(frozen=True)
+class MaifsConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    updates: int = 200
+    wall_limit_s: float = 510.0  # stop after the update that crosses this (under 10 minutes per run in all)
+    episodes_per_update: int = 2
+    hidden: int = 64
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    learning_rate: float = 3e-3
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    clip_coef: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float | None = 0.02
+    eval_every: int = 5
+    eval_jobs: int = 2000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MaifsResult:
+    out: Path
+    updates: int
+    steps: int
+    wall_seconds: float
+    cpu_seconds: float
+    best_eval_jct: float
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """Steps stacked into tensors, with their GAE advantages and returns."""
+
+    jobs: torch.Tensor  # [T, K, F_j]
+    glob: torch.Tensor  # [T, S]
+    options: torch.Tensor  # [T, K, O, F_o]
+    masks: torch.Tensor  # [T, K, O] bool
+    actions: torch.Tensor  # [T, K]
+    logps: torch.Tensor  # [T, K]
+    decides: torch.Tensor  # [T, K] bool: real agents with a choice
+    advantages: torch.Tensor  # [T]
+    returns: torch.Tensor  # [T]
+    values: torch.Tensor  # [T]
+
+    def select(self, idx: torch.Tensor) -> StepBatch:
+        return StepBatch(*(getattr(self, f)[idx] for f in self.__dataclass_fields__))
+
+
+def stack_steps(steps: Sequence[MaifsStep]) -> dict[str, torch.Tensor]:
+    return {
+        "jobs": torch.as_tensor(np.stack([s.jobs for s in steps])),
+        "glob": torch.as_tensor(np.stack([s.glob for s in steps])),
+        "options": torch.as_tensor(np.stack([s.options for s in steps])),
+        "masks": torch.as_tensor(np.stack([s.masks for s in steps])),
+        "actions": torch.as_tensor(np.stack([s.actions for s in steps])),
+        "logps": torch.as_tensor(np.stack([s.logps for s in steps])),
+    }
+
+
+def episode_batch(net: MaifsNet, episodes: Sequence[Episode], cfg: MaifsConfig) -> StepBatch:
+    """Every episode's steps with GAE advantages; each episode ends in a real end (no bootstrap)."""
+    parts = []
+    for ep in episodes:
+        if not ep.steps:
+            continue
+        t = stack_steps(ep.steps)
+        with torch.no_grad():
+            _, values = net(t["jobs"], t["glob"], t["options"], t["masks"])
+        n = len(ep.steps)
+        terminated = torch.zeros(n, 1)
+        terminated[-1] = 1.0
+        adv, ret = compute_advantages(
+            torch.as_tensor(ep.rewards).unsqueeze(1),
+            values.unsqueeze(1),
+            terminated,
+            torch.zeros(1),
+            cfg.gamma,
+            cfg.gae_lambda,
+        )
+        decides = (t["jobs"][..., 0] > 0.5) & (t["masks"].sum(dim=2) > 1)
+        parts.append(
+            {**t, "decides": decides, "advantages": adv[:, 0], "returns": ret[:, 0], "values": values}
+        )
+    if not parts:
+        raise ConfigError("no episode produced a step: the training windows start no job")
+    return StepBatch(**{k: torch.cat([p[k] for p in parts]) for k in parts[0]})
+
+
+def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's per-sample clipped objective, as a loss (Schulman et al., 2017; ``slurmrl.rl.ppo.ppo_update``)."""
+    return torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def mappo_update(
+    net: MaifsNet, opt: torch.optim.Optimizer, batch: StepBatch, cfg: MaifsConfig, *, shuffle_seed: int
+) -> UpdateStats:
+    """Clipped-objective epochs over shuffled minibatches of steps, each agent's ratio with the team advantage."""
+    size = batch.actions.shape[0]
+    idx = np.arange(size)
+    mb = max(1, math.ceil(size / cfg.num_minibatches))
+    pg_sum = v_sum = ent_sum = clip_sum = 0.0
+    count = epochs = 0
+    epoch_kl = 0.0
+    for _ in range(cfg.update_epochs):
+        np.random.default_rng(shuffle_seed + epochs).shuffle(idx)
+        kls: list[float] = []
+        for lo in range(0, size, mb):
+            b = batch.select(torch.as_tensor(idx[lo : lo + mb]))
+            logits, value = net(b.jobs, b.glob, b.options, b.masks)
+            logp_all = torch.log_softmax(logits, dim=2)
+            logp = logp_all.gather(2, b.actions.unsqueeze(2)).squeeze(2)
+            log_ratio = logp - b.logps
+            ratio = log_ratio.exp()
+            a = b.advantages
+            a = ((a - a.mean()) / (a.std() + 1e-8)) if a.numel() > 1 else a * 0
+            d = b.decides.float()
+            pg = _masked_mean(clipped_surrogate(ratio, a.unsqueeze(1), cfg.clip_coef), d)
+            v_clip = b.values + (value - b.values).clamp(-cfg.clip_coef, cfg.clip_coef)
+            vl = 0.5 * torch.max((value - b.returns) ** 2, (v_clip - b.returns) ** 2).mean()
+            ent = _masked_mean(-(logp_all.exp() * logp_all).sum(dim=2), d)
+            loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+            opt.step()
+            with torch.no_grad():
+                kls.append(float(_masked_mean((ratio - 1) - log_ratio, d)))
+                clip_sum += float(_masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), d))
+            pg_sum += float(pg.detach())
+            v_sum += float(vl.detach())
+            ent_sum += float(ent.detach())
+            count += 1
+        epochs += 1
+        epoch_kl = float(np.mean(kls))
+        if kl_exceeded(epoch_kl, cfg.target_kl):
+            break
+    return UpdateStats(
+        policy_loss=pg_sum / count,
+        value_loss=v_sum / count,
+        entropy=ent_sum / count,
+        approx_kl=epoch_kl,
+        clip_fraction=clip_sum / count,
+        explained_variance=explained_variance(batch.values, batch.returns),
+        epochs=epochs,
+    )
+
+
+def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
+    """The last ``jobs`` jobs of each training workload, on their own timeline."""
+    out = []
+    for wl in env.workloads:
+        chosen = wl.trace.jobs[-jobs:]
+        out.append(replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]"))
+    return out
+
+
+def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
+    """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
+    from slurmrl.rl.maifs.policy import MaifsPolicy
+
+    actor = numpy_copy(net)
+    jcts = [
+        float(
+            run_policy(w, MaifsPolicy(env.config.obs, actor, greedy), settings=env.settings).summary[
+                "avg_jct"
+            ]
+        )  # type: ignore[arg-type]
+        for w in windows
+    ]
+    return float(np.mean(jcts))
+
+
+def new_network(cfg: MaifsConfig) -> MaifsNet:
+    obs = cfg.env.obs
+    return MaifsNet(MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features, cfg.hidden))
+
+
+def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> MaifsResult:
+    """Train into ``out`` (weights of the best yardstick, config.json, run.json, log.csv)."""
+    out = Path(out)
+    if (out / RUN).is_file():
+        raise ConfigError(f"{out} already holds a training run", hint="pick another output folder")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(cfg.seed)
+    env = ElasticEnv(cfg.env, workloads=workloads)
+    net = new_network(cfg)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    windows = yardstick(env, cfg.eval_jobs) if cfg.eval_every else []
+    (out / RUN).write_text(json.dumps({"maifs": config_dict(cfg)}, indent=2) + "\n")
+    t0, c0 = time.perf_counter(), time.process_time()
+    best, steps_done, update = math.inf, 0, 0
+    with (out / LOG).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS)
+        writer.writeheader()
+        for update in range(1, cfg.updates + 1):
+            actor = numpy_copy(net)
+            episodes = [env.run(env.draw(rng), actor, sampling(rng)) for _ in range(cfg.episodes_per_update)]
+            batch = episode_batch(net, episodes, cfg)
+            stats = mappo_update(net, opt, batch, cfg, shuffle_seed=cfg.seed * 100_003 + update)
+            steps_done += int(batch.actions.shape[0])
+            eval_jct = math.nan
+            if windows and (update % cfg.eval_every == 0 or update == 1):
+                eval_jct = evaluate(env, net, windows)
+                if eval_jct < best:
+                    best = eval_jct
+                    _save(
+                        out,
+                        net,
+                        cfg,
+                        update,
+                        steps_done,
+                        eval_jct,
+                        (time.perf_counter() - t0, time.process_time() - c0),
+                    )
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            writer.writerow(_log_row(update, steps_done, wall, cpu, episodes, batch, stats, eval_jct))
+            fh.flush()
+            if wall >= cfg.wall_limit_s:
+                break
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if not windows or not math.isfinite(best):
+        _save(out, net, cfg, update, steps_done, best, (wall, cpu))
+    _record_totals(out, update, steps_done, wall, cpu)
+    return MaifsResult(out, update, steps_done, wall, cpu, best)
+
+
+def _log_row(
+    update: int,
+    steps: int,
+    wall: float,
+    cpu: float,
+    episodes: Sequence[Episode],
+    batch: StepBatch,
+    stats: UpdateStats,
+    eval_jct: float,
+) -> dict[str, object]:
+    ev = stats.explained_variance
+    return {
+        "update": update,
+        "steps": steps,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "episodes": len(episodes),
+        "mean_return": round(float(np.mean([float(e.rewards.sum()) for e in episodes])), 5),
+        "mean_episode_jct": round(float(np.mean([e.avg_jct for e in episodes])), 1),
+        "decision_agents": int(batch.decides.sum()),
+        "policy_loss": round(stats.policy_loss, 5),
+        "value_loss": round(stats.value_loss, 5),
+        "entropy": round(stats.entropy, 4),
+        "approx_kl": round(stats.approx_kl, 5),
+        "clip_fraction": round(stats.clip_fraction, 4),
+        "explained_variance": "" if math.isnan(ev) else round(ev, 4),
+        "epochs": stats.epochs,
+        "eval_avg_jct": "" if math.isnan(eval_jct) else round(eval_jct, 1),
+    }
+
+
+def config_dict(cfg: MaifsConfig) -> dict[str, object]:
+    d = asdict(cfg)
+    d["env"]["obs"] = cfg.env.obs.to_dict()
+    return d
+
+
+def _save(
+    out: Path,
+    net: MaifsNet,
+    cfg: MaifsConfig,
+    update: int,
+    steps: int,
+    eval_jct: float,
+    times: tuple[float, float],
+) -> None:
+    extra = {
+        "update": update,
+        "steps": steps,
+        "seed": cfg.seed,
+        "scenarios": list(cfg.env.scenarios),
+        "elastic": cfg.env.elastic,
+        "wall_seconds": round(times[0], 1),
+        "cpu_seconds": round(times[1], 1),
+        "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1),
+    }
+    save_checkpoint(out, net, cfg.env.obs, extra)
+
+
+def _record_totals(out: Path, updates: int, steps: int, wall: float, cpu: float) -> None:
+    """The whole run's figures in run.json, next to its config (the checkpoint holds the best update's)."""
+    run = json.loads((out / RUN).read_text())
+    run["totals"] = {
+        "updates": updates,
+        "steps": steps,
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+    }
+    (out / RUN).write_text(json.dumps(run, indent=2) + "\n")
+
+
+def config_from_request(
+    scenarios: tuple[str, ...],
+    *,
+    steps: int,
+    seed: int,
+    episode_jobs: int | None = None,
+    gamma: float | None = None,
+    learning_rate: float | None = None,
+    target_kl: float | None = None,
+    wall_limit: float | None = None,
+) -> MaifsConfig:
+    """The trainer's config for ``slurmrl train --policy maifs``; None keeps the default.
+
+    ``steps`` caps the agent steps: updates = steps / (the ~2,000 steps two
+    1,000-job episodes give), the wall-time limit usually stopping it first.
+    """
+    env = EnvConfig(scenarios=scenarios)
+    if episode_jobs is not None:
+        env = replace(env, episode_jobs=episode_jobs)
+    cfg = MaifsConfig(env=env, updates=max(1, steps // 2000), seed=seed)
+    given = {
+        "gamma": gamma,
+        "learning_rate": learning_rate,
+        "target_kl": target_kl,
+        "wall_limit_s": wall_limit,
+    }
+    return replace(cfg, **{k: v for k, v in given.items() if v is not None})
