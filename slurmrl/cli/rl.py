@@ -18,6 +18,7 @@ from slurmrl.cli.options import (
 )
 from slurmrl.errors import ConfigError
 
+
 @dataclass(frozen=True)
 class TrainRequest:
     """What ``slurmrl train`` was asked for; ``None`` leaves the trainer's own default."""

@@ -50,14 +50,14 @@ from gymnasium import spaces
 from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.placement.topology import Topology
-from slurmrl.policy.view import Decisions, Start
+from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.rl.features import (
     CLUSTER_CHANNELS,
     FEATURE_CAP,
     GLOBAL_FEATURES,
     Featurizer,
-    Observation,
     ObsConfig,
+    Observation,
     grid_shape,
 )
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, sim_config
@@ -158,7 +158,7 @@ class SchedEnv(gym.Env):
         self._done_count = 0
         self._jobs = 0
         self._handover = 0.0
-        self._first_view = None
+        self._first_view: ClusterView | None = None
 
     # -- gymnasium API -------------------------------------------------------
 
@@ -194,7 +194,7 @@ class SchedEnv(gym.Env):
         info = {"start": start, "jobs": n, "compression": factor, "warm_jobs": warm, "handover": self._handover}
         return self._obs_dict(), info
 
-    def _warm_up(self):
+    def _warm_up(self) -> ClusterView | None:
         """Let the warm-start heuristic schedule until the hand-over; the first view it left undecided."""
         sim, feat, policy = self._require_sim(), self.featurizer, self._warm
         while (view := sim.next_view(skip_when_full=True)) is not None:

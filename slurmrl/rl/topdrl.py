@@ -17,7 +17,6 @@ starts without importing it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +26,9 @@ import numpy as np
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy
+from slurmrl.rl import checkpoints
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
-from slurmrl.rl.inference import NumpyTopDRL, pick
+from slurmrl.rl.inference import NumpyTopDRL
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
 from slurmrl.rl.window_policy import WindowPolicy
 
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 CHECKPOINT_FORMAT = "slurmrl-topdrl"
 CHECKPOINT_VERSION = 1
-WEIGHTS = "model.safetensors"
-CONFIG = "config.json"
+WEIGHTS = checkpoints.WEIGHTS
+CONFIG = checkpoints.CONFIG
 DEFAULT_POLICY = "topdrl-philly"
 
 
@@ -65,14 +65,7 @@ def save_checkpoint(
     allow_wait: bool = False,
     extra: Mapping[str, object] | None = None,
 ) -> None:
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    tmp = directory / (WEIGHTS + ".tmp")
-    save_file(tensors, str(tmp))
-    tmp.replace(directory / WEIGHTS)
-    config = {
+    config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
         "version": CHECKPOINT_VERSION,
         "net": net.cfg.to_dict(),
@@ -82,46 +75,18 @@ def save_checkpoint(
     }
     if extra:
         config["training"] = dict(extra)
-    (directory / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-
-
-def _require(path: Path) -> None:
-    if not path.is_file():
-        raise PolicyError(
-            f"policy folder {path.parent} has no {path.name}",
-            hint="a checkpoint folder holds model.safetensors and config.json; `slurmrl train --out DIR` writes one",
-        )
+    checkpoints.write_checkpoint(directory, net.state_dict(), config)
 
 
 def read_checkpoint_config(directory: Path) -> Checkpoint:
     """A checkpoint's config.json, checked; the weights are not read."""
+    raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "TopDRL")
     cfg_path = directory / CONFIG
-    _require(cfg_path)
-    _require(directory / WEIGHTS)
-    try:
-        raw = json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise PolicyError(
-            f"{cfg_path} is not valid JSON: {exc.msg}", file=str(cfg_path), line=exc.lineno, column=exc.colno
-        ) from None
-    if raw.get("format") != CHECKPOINT_FORMAT:
-        raise PolicyError(
-            f"{cfg_path} is not a TopDRL checkpoint config (format={raw.get('format')!r})", file=str(cfg_path)
-        )
-    if raw.get("version") != CHECKPOINT_VERSION:
-        raise PolicyError(
-            f"{cfg_path} has checkpoint version {raw.get('version')}; this slurmrl reads "
-            f"version {CHECKPOINT_VERSION}",
-            file=str(cfg_path),
-            hint="retrain or upgrade slurmrl",
-        )
     try:
         net_cfg = NetConfig(**raw["net"])
         obs = ObsConfig.from_dict(raw["obs"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(
-            f"bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
-        ) from None
+        raise PolicyError(f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)) from None
     if net_cfg.job_features != obs.job_features:
         raise PolicyError(
             f"net.job_features={net_cfg.job_features} does not match the observation "
@@ -133,30 +98,8 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
 
 def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
     """A checkpoint's config and its weights as numpy arrays, every tensor checked against the config."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     ckpt = read_checkpoint_config(directory)
-    net_cfg, weights = ckpt.net, directory / WEIGHTS
-    try:
-        state = load_file(str(weights))
-    except (SafetensorError, OSError) as exc:
-        raise PolicyError(f"cannot load weights {weights}: {exc}", file=str(weights)) from None
-    expected = weight_shapes(net_cfg)
-    problems = [f"no tensor {name}" for name in expected if name not in state]
-    problems += [f"unexpected tensor {name}" for name in state if name not in expected]
-    problems += [
-        f"{name} has shape {tuple(state[name].shape)}, config.json implies {shape}"
-        for name, shape in expected.items()
-        if name in state and tuple(state[name].shape) != shape
-    ]
-    if problems:
-        raise PolicyError(
-            f"cannot load weights {weights}: {'; '.join(problems)}",
-            file=str(weights),
-            hint="the weights do not match config.json; re-export the checkpoint",
-        )
-    return ckpt, state
+    return ckpt, checkpoints.read_weights(directory, weight_shapes(ckpt.net))
 
 
 def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
@@ -172,15 +115,8 @@ def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
 
 
 def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
-    """A shipped checkpoint: ``policies/NAME`` in a source checkout, else the copy inside the package."""
-    here = Path(__file__).resolve()
-    for base in (here.parents[2] / "policies", here.parent / "shipped"):
-        if (base / name / CONFIG).is_file():
-            return base / name
-    raise PolicyError(
-        f"shipped policy '{name}' was not found",
-        hint="reinstall slurmrl, or pass a checkpoint folder with --policy DIR",
-    )
+    """The shipped checkpoint folder (see :func:`slurmrl.rl.checkpoints.shipped_policy_dir`)."""
+    return checkpoints.shipped_policy_dir(name)
 
 
 class TopDRLPolicy(WindowPolicy):
