@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -361,6 +361,69 @@ class UpdateStats:
     epochs: int  # epochs run; fewer than update_epochs when target_kl stopped them
 
 
+class LossWeights(Protocol):
+    """The part of a trainer's config one gradient step reads."""
+
+    vf_coef: float
+    ent_coef: float
+    max_grad_norm: float
+
+
+@dataclass
+class UpdateTally:
+    """Running sums over one update's minibatches, and the per-epoch KL that decides the early stop.
+
+    Shared by every PPO-style update here (single-agent and multi-agent), so
+    their training logs report the same statistics computed the same way.
+    """
+
+    pg: float = 0.0
+    value: float = 0.0
+    entropy: float = 0.0
+    clip: float = 0.0
+    count: int = 0
+    epochs: int = 0
+    epoch_kl: float = 0.0
+    kls: list[float] = field(default_factory=list)
+
+    def step(
+        self, net: nn.Module, opt: torch.optim.Optimizer, losses: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        cfg: LossWeights, approx_kl: torch.Tensor, clip_fraction: torch.Tensor,
+    ) -> None:
+        """One gradient step on ``pg + vf_coef * value - ent_coef * entropy``, its figures recorded."""
+        pg, vl, ent = losses
+        loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+        opt.step()
+        self.kls.append(float(approx_kl))
+        self.clip += float(clip_fraction)
+        self.pg += float(pg.detach())
+        self.value += float(vl.detach())
+        self.entropy += float(ent.detach())
+        self.count += 1
+
+    def end_epoch(self, target_kl: float | None) -> bool:
+        """Close an epoch; True when its mean KL says to stop."""
+        self.epochs += 1
+        self.epoch_kl = float(np.mean(self.kls)) if self.kls else 0.0
+        self.kls = []
+        return kl_exceeded(self.epoch_kl, target_kl)
+
+    def stats(self, values: torch.Tensor, returns: torch.Tensor) -> UpdateStats:
+        n = max(self.count, 1)
+        return UpdateStats(
+            policy_loss=self.pg / n,
+            value_loss=self.value / n,
+            entropy=self.entropy / n,
+            approx_kl=self.epoch_kl,
+            clip_fraction=self.clip / n,
+            explained_variance=explained_variance(values, returns),
+            epochs=self.epochs,
+        )
+
+
 def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
     """The early-stop rule: stop the epochs once the policy moved further than ``target_kl``."""
     return target_kl is not None and approx_kl > target_kl
@@ -379,12 +442,9 @@ def ppo_update(
     size = batch.actions.shape[0]
     idx = np.arange(size)
     mb = max(1, size // cfg.num_minibatches)
-    pg_sum = v_sum = ent_sum = clip_sum = 0.0
-    count = epochs = 0
-    epoch_kl = 0.0
+    tally = UpdateTally()
     for _ in range(cfg.update_epochs):
         np.random.default_rng(shuffle_seed).shuffle(idx)
-        kls: list[float] = []
         for lo in range(0, size, mb):
             sel = torch.as_tensor(idx[lo : lo + mb])
             logits, value = _policy_out(net, {k: v[sel] for k, v in batch.obs.items()})
@@ -400,31 +460,13 @@ def ppo_update(
             vl = 0.5 * torch.max((value - ret) ** 2, (v_clip - ret) ** 2).mean()
             # Masked actions have probability 0 and a finite log-probability, so this stays finite.
             ent = -(dist.probs * dist.logits).sum(-1).mean()
-            loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-            opt.step()
             with torch.no_grad():
-                kls.append(float(((ratio - 1) - log_ratio).mean()))
-                clip_sum += float(((ratio - 1).abs() > cfg.clip_coef).float().mean())
-            pg_sum += float(pg.detach())
-            v_sum += float(vl.detach())
-            ent_sum += float(ent.detach())
-            count += 1
-        epochs += 1
-        epoch_kl = float(np.mean(kls))
-        if kl_exceeded(epoch_kl, cfg.target_kl):
+                approx_kl = ((ratio - 1) - log_ratio).mean()
+                clipped = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
+            tally.step(net, opt, (pg, vl, ent), cfg, approx_kl, clipped)
+        if tally.end_epoch(cfg.target_kl):
             break
-    return UpdateStats(
-        policy_loss=pg_sum / count,
-        value_loss=v_sum / count,
-        entropy=ent_sum / count,
-        approx_kl=epoch_kl,
-        clip_fraction=clip_sum / count,
-        explained_variance=explained_variance(batch.values, batch.returns),
-        epochs=epochs,
-    )
+    return tally.stats(batch.values, batch.returns)
 
 
 # -- training loop -------------------------------------------------------------------

@@ -25,7 +25,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,7 @@ from slurmrl.rl.harmony.placement import greedy_chooser, sampling_chooser
 from slurmrl.rl.harmony.policy import save_checkpoint
 from slurmrl.rl.harmony.replay import ReplayBatch, ReplayBuffer, discounted_returns
 from slurmrl.rl.harmony.reward_model import RewardModel, r_squared, reward_inputs
+from slurmrl.rl.yardstick import last_jobs
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -91,12 +92,8 @@ LOG_FIELDS = (
 
 
 def yardstick(env: PlacementEnv, jobs: int) -> list[Workload]:
-    """The last ``jobs`` jobs of each training workload, on its own timeline."""
-    out = []
-    for wl in env.workloads:
-        chosen = wl.trace.jobs[-jobs:]
-        out.append(replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]"))
-    return out
+    """The last ``jobs`` jobs of each training workload (see :mod:`slurmrl.rl.yardstick`)."""
+    return last_jobs(env.workloads, jobs)
 
 
 def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) -> float:

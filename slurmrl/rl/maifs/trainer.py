@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from slurmrl.errors import ConfigError
 from slurmrl.rl.maifs.coordination import MaifsStep
@@ -40,7 +39,8 @@ from slurmrl.rl.maifs.env import ElasticEnv, EnvConfig, Episode
 from slurmrl.rl.maifs.netconfig import MaifsNetConfig
 from slurmrl.rl.maifs.network import MaifsNet
 from slurmrl.rl.maifs.policy import greedy, numpy_copy, sampling, save_checkpoint
-from slurmrl.rl.ppo import UpdateStats, compute_advantages, explained_variance, kl_exceeded
+from slurmrl.rl.ppo import UpdateStats, UpdateTally, compute_advantages
+from slurmrl.rl.yardstick import last_jobs
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -172,12 +172,9 @@ def mappo_update(
     size = batch.actions.shape[0]
     idx = np.arange(size)
     mb = max(1, math.ceil(size / cfg.num_minibatches))
-    pg_sum = v_sum = ent_sum = clip_sum = 0.0
-    count = epochs = 0
-    epoch_kl = 0.0
+    tally = UpdateTally()
     for _ in range(cfg.update_epochs):
-        np.random.default_rng(shuffle_seed + epochs).shuffle(idx)
-        kls: list[float] = []
+        np.random.default_rng(shuffle_seed + tally.epochs).shuffle(idx)
         for lo in range(0, size, mb):
             b = batch.select(torch.as_tensor(idx[lo : lo + mb]))
             logits, value = net(b.jobs, b.glob, b.options, b.masks)
@@ -192,40 +189,18 @@ def mappo_update(
             v_clip = b.values + (value - b.values).clamp(-cfg.clip_coef, cfg.clip_coef)
             vl = 0.5 * torch.max((value - b.returns) ** 2, (v_clip - b.returns) ** 2).mean()
             ent = _masked_mean(-(logp_all.exp() * logp_all).sum(dim=2), d)
-            loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-            opt.step()
             with torch.no_grad():
-                kls.append(float(_masked_mean((ratio - 1) - log_ratio, d)))
-                clip_sum += float(_masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), d))
-            pg_sum += float(pg.detach())
-            v_sum += float(vl.detach())
-            ent_sum += float(ent.detach())
-            count += 1
-        epochs += 1
-        epoch_kl = float(np.mean(kls))
-        if kl_exceeded(epoch_kl, cfg.target_kl):
+                approx_kl = _masked_mean((ratio - 1) - log_ratio, d)
+                clipped = _masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), d)
+            tally.step(net, opt, (pg, vl, ent), cfg, approx_kl, clipped)
+        if tally.end_epoch(cfg.target_kl):
             break
-    return UpdateStats(
-        policy_loss=pg_sum / count,
-        value_loss=v_sum / count,
-        entropy=ent_sum / count,
-        approx_kl=epoch_kl,
-        clip_fraction=clip_sum / count,
-        explained_variance=explained_variance(batch.values, batch.returns),
-        epochs=epochs,
-    )
+    return tally.stats(batch.values, batch.returns)
 
 
 def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
-    """The last ``jobs`` jobs of each training workload, on their own timeline."""
-    out = []
-    for wl in env.workloads:
-        chosen = wl.trace.jobs[-jobs:]
-        out.append(replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]"))
-    return out
+    """The last ``jobs`` jobs of each training workload (see :mod:`slurmrl.rl.yardstick`)."""
+    return last_jobs(env.workloads, jobs)
 
 
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
