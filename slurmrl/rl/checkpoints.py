@@ -32,6 +32,15 @@ LOADERS = {
 }
 
 
+def layer_shapes(layers: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Weight and bias shapes of layers given by their weight shapes (bias = the weight's first axis)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, weight in layers.items():
+        shapes[f"{name}.weight"] = weight
+        shapes[f"{name}.bias"] = (weight[0],)
+    return shapes
+
+
 def shipped_policy_dir(name: str) -> Path:
     """A shipped checkpoint: ``policies/NAME`` in a source checkout, else the copy inside the package."""
     here = Path(__file__).resolve()

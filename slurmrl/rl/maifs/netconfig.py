@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from slurmrl.rl.checkpoints import layer_shapes
+
 
 @dataclass(frozen=True)
 class MaifsNetConfig:
@@ -35,8 +37,4 @@ def weight_shapes(cfg: MaifsNetConfig) -> dict[str, tuple[int, ...]]:
         "value.0": (h, 2 * h + s),
         "value.2": (1, h),
     }
-    shapes: dict[str, tuple[int, ...]] = {}
-    for name, weight in layers.items():
-        shapes[f"{name}.weight"] = weight
-        shapes[f"{name}.bias"] = (weight[0],)
-    return shapes
+    return layer_shapes(layers)
