@@ -313,3 +313,19 @@ def test_values_a_restarted_controller_lost_are_set_again(tmp_path: Path, mode: 
     method = "set_site_factor" if mode == "site_factor" else "set_priority"
     assert fake.writes(method)[-1] == (method, "11", applied)
     assert len(fake.writes()) > n and getattr(fake.jobs["11"], field) == applied
+
+
+@pytest.mark.parametrize("name", ["topdrl", "harmony", "maifs", "meta-rl"])
+def test_every_learned_policy_runs_in_the_daemon_by_name(tmp_path: Path, name: str) -> None:
+    """The shipped checkpoints decide on a controller's snapshot as they do in the simulator."""
+    jobs = [running("r1", "node01", range(8)), running("r2", "node02", range(4))] + [
+        pending("11", 2, NOW - 300),
+        pending("12", 4, NOW - 200),
+        pending("13", 8, NOW - 100),
+    ]
+    d, fake = make(tmp_path, jobs, policy=name, placement=None)
+    out = d.cycle()
+    assert out.error is None and out.plan.ranked == 3
+    pinned = {job for _, job, _ in fake.writes("set_required_nodes")}
+    assert pinned and pinned <= {"11", "12", "13"}  # free GPUs on three nodes: something starts
+    assert all(f"policy={name}" in fake.jobs[j].admin_comment for j in pinned)
