@@ -78,6 +78,11 @@ def policy_from_dir(directory: Path | str, placement: PlacementPolicy | None) ->
     return getattr(importlib.import_module(module), function)(Path(directory), placement)
 
 
+def numpy_state(net: torch.nn.Module) -> dict[str, np.ndarray]:
+    """A numpy copy of a network's weights as they are now: what rollouts and evaluations decide with."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in net.state_dict().items()}
+
+
 def write_checkpoint(directory: Path, state: Mapping[str, torch.Tensor], config: Mapping[str, Any]) -> None:
     """Weights (safetensors, replaced atomically) and config.json: a folder any loader here reads."""
     from safetensors.torch import save_file

@@ -424,6 +424,11 @@ class UpdateTally:
         )
 
 
+def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's per-sample clipped objective, as a loss (Schulman et al., 2017)."""
+    return torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
+
+
 def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
     """The early-stop rule: stop the epochs once the policy moved further than ``target_kl``."""
     return target_kl is not None and approx_kl > target_kl
@@ -454,7 +459,7 @@ def ppo_update(
             ratio = log_ratio.exp()
             a = batch.advantages[sel]
             a = (a - a.mean()) / (a.std() + 1e-8)
-            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+            pg = clipped_surrogate(ratio, a, cfg.clip_coef).mean()
             old_v, ret = batch.values[sel], batch.returns[sel]
             v_clip = old_v + (value - old_v).clamp(-cfg.clip_coef, cfg.clip_coef)
             vl = 0.5 * torch.max((value - ret) ** 2, (v_clip - ret) ** 2).mean()

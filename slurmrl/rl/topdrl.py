@@ -155,8 +155,7 @@ class TopDRLPolicy(WindowPolicy):
         cls, net: TopDRLNet, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False
     ) -> TopDRLPolicy:
         """The policy of a network in training, on a numpy copy of its weights taken now."""
-        state = {k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}
-        return cls(NumpyTopDRL(net.cfg, state), obs, placement, allow_wait=allow_wait)
+        return cls(NumpyTopDRL(net.cfg, checkpoints.numpy_state(net)), obs, placement, allow_wait=allow_wait)
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._infer.logits(jobs, grid, glob, mask)

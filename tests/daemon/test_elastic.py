@@ -118,26 +118,34 @@ def test_the_request_is_on_disk_before_it_is_sent(tmp_path: Path) -> None:
     assert seen == [("4x1,type=v100", ("gpus",))]
 
 
-def test_a_crash_between_intent_and_send_leaves_nothing_after_revert(tmp_path: Path) -> None:
-    class Killed(BaseException):
-        """Stands for a SIGKILL: nothing after it runs."""
+class Killed(BaseException):
+    """Stands for a SIGKILL: nothing after it runs."""
 
-    fake = queue()
+
+def cycle_killed_at_set_gpus(tmp_path: Path, fake, *, slurm_took_it: bool) -> None:
+    """One cycle killed inside the GPU update, before or after Slurm applied it; the fake restored after."""
     inner = fake.set_gpus
 
     def crash(job_id: str, ask: GpuAsk) -> None:
+        if slurm_took_it:
+            inner(job_id, ask)  # Slurm took it; the answer never came back
         raise Killed()
 
-    fake.set_gpus = crash  # type: ignore[method-assign]
+    fake.set_gpus = crash
     d = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
     try:
         d.cycle()
     except Killed:
         pass
     d.close()
+    fake.set_gpus = inner
+
+
+def test_a_crash_between_intent_and_send_leaves_nothing_after_revert(tmp_path: Path) -> None:
+    fake = queue()
+    cycle_killed_at_set_gpus(tmp_path, fake, slurm_took_it=False)
     entry = Record.load(tmp_path / "state.json").get("1")
     assert entry is not None and entry.gpus == "4x1,type=v100" and entry.unsure == ("gpus",)
-    fake.set_gpus = inner  # type: ignore[method-assign]
     again = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
     assert again.revert().remaining == 0
     assert fake.writes() == []  # Slurm never took it: nothing to give back
@@ -147,24 +155,8 @@ def test_a_crash_between_intent_and_send_leaves_nothing_after_revert(tmp_path: P
 
 
 def test_a_crash_after_slurm_took_the_request_is_given_back(tmp_path: Path) -> None:
-    class Killed(BaseException):
-        pass
-
     fake = queue()
-    inner = fake.set_gpus
-
-    def crash(job_id: str, ask: GpuAsk) -> None:
-        inner(job_id, ask)
-        raise Killed()  # Slurm took it; the answer never came back
-
-    fake.set_gpus = crash  # type: ignore[method-assign]
-    d = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
-    try:
-        d.cycle()
-    except Killed:
-        pass
-    d.close()
-    fake.set_gpus = inner  # type: ignore[method-assign]
+    cycle_killed_at_set_gpus(tmp_path, fake, slurm_took_it=True)
     assert make(tmp_path, fake, StartOn("1", [(1, range(4))])).revert().remaining == 0
     assert shape(fake) == (8, 8, 1, 1)
 

@@ -139,20 +139,26 @@ def test_shipped_policy_runs_on_a_recorded_slurm_snapshot(recorded_snapshot) -> 
     assert again.starts == decisions.starts
 
 
-def test_training_run_resumes_where_it_stopped(tmp_path: Path) -> None:
-    from slurmrl.rl.ppo import LOG, PPOConfig, train
+def _tiny_run(**overrides):
+    """A PPO config small enough to train in a test, on a 40-job trace's workload."""
+    from slurmrl.rl.ppo import PPOConfig
 
     wl = trace_workload(_trace(40), "1x2x8:v100")
-    cfg = PPOConfig(
+    base = dict(
         env_overrides={"episode_jobs": 20, "obs": ObsConfig(window=4, oldest=1), "compression": (1.0, 1.0)},
-        total_steps=64,
         num_steps=16,
         num_envs=2,
         eval_every=0,
         hidden=8,
         conv=2,
-        checkpoint_every=1,
     )
+    return PPOConfig(**(base | overrides)), wl
+
+
+def test_training_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    from slurmrl.rl.ppo import LOG, train
+
+    cfg, wl = _tiny_run(total_steps=64, checkpoint_every=1)
     first = train(cfg, tmp_path, workloads=[wl], progress=False)
     assert first.steps == 64
     again = train(replace(cfg, total_steps=128), tmp_path, resume=True, workloads=[wl], progress=False)
@@ -164,20 +170,9 @@ def test_training_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 
 def test_wall_limit_stops_the_run_and_keeps_a_checkpoint(tmp_path: Path) -> None:
-    from slurmrl.rl.ppo import LOG, PPOConfig, train
+    from slurmrl.rl.ppo import LOG, train
 
-    wl = trace_workload(_trace(40), "1x2x8:v100")
-    cfg = PPOConfig(
-        env_overrides={"episode_jobs": 20, "obs": ObsConfig(window=4, oldest=1), "compression": (1.0, 1.0)},
-        total_steps=128,
-        num_steps=16,
-        num_envs=2,
-        eval_every=0,
-        hidden=8,
-        conv=2,
-        checkpoint_every=100,
-        wall_limit_s=1e-6,
-    )
+    cfg, wl = _tiny_run(total_steps=128, checkpoint_every=100, wall_limit_s=1e-6)
     result = train(cfg, tmp_path, workloads=[wl], progress=False)
     assert (result.updates, result.steps) == (1, 32)
     assert result.cpu_seconds > 0

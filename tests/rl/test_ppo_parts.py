@@ -18,6 +18,7 @@ from slurmrl.rl.ppo import (
     PPOConfig,
     _policy_out,
     _to_torch,
+    clipped_surrogate,
     collect_rollout,
     compute_advantages,
     explained_variance,
@@ -250,3 +251,10 @@ def test_rollout_records_truncations_with_the_final_value() -> None:
     if s + 1 < 12:
         assert ro.final_values[s, i] != ro.values[s + 1, i]
     assert len(ro.episode_returns) == int((ro.terminated + ro.truncated).sum())
+
+
+def test_the_clipped_surrogate_stops_pushing_past_the_clip() -> None:
+    ratio = torch.tensor([0.5, 1.0, 1.5])
+    adv = torch.ones(3)
+    loss = clipped_surrogate(ratio, adv, 0.2)
+    np.testing.assert_allclose(loss.numpy(), [-0.5, -1.0, -1.2])

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from slurmrl.errors import ConfigError
+from slurmrl.rl.checkpoints import numpy_state
 from slurmrl.rl.harmony.env import EnvConfig, Episode, PlacementEnv
 from slurmrl.rl.harmony.features import HarmonyObs
 from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
@@ -42,11 +43,11 @@ from slurmrl.rl.harmony.placement import greedy_chooser, sampling_chooser
 from slurmrl.rl.harmony.policy import save_checkpoint
 from slurmrl.rl.harmony.replay import ReplayBatch, ReplayBuffer, discounted_returns
 from slurmrl.rl.harmony.reward_model import RewardModel, r_squared, reward_inputs
+from slurmrl.rl.runs import RUN, fresh_run
 from slurmrl.rl.yardstick import last_jobs
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
-RUN = "run.json"
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) ->
 
 
 def _numpy(net: HarmonyNet) -> NumpyHarmony:
-    return NumpyHarmony(net.cfg, {k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+    return NumpyHarmony(net.cfg, numpy_state(net))
 
 
 @dataclass(frozen=True)
@@ -150,12 +151,7 @@ def reads_simulator(cfg: HarmonyConfig, episode: int) -> bool:
 def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> HarmonyResult:
     """Train into ``out`` (weights of the best yardstick, config.json, run.json, log.csv)."""
     out = Path(out)
-    if (out / RUN).is_file():
-        raise ConfigError(f"{out} already holds a training run", hint="pick another output folder")
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(cfg.seed)
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(cfg.seed)
+    rng = fresh_run(out, cfg.seed)
     env = PlacementEnv(cfg.env, workloads=workloads)
     obs: HarmonyObs = cfg.env.obs
     net = HarmonyNet(HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features, cfg.hidden))

@@ -128,18 +128,17 @@ class Resolver:
         def usable(job: JobView) -> GpuPool:
             return pool if gate is None else gate.pool_for(job, pool, now)
 
+        def rows_for(agent: Agent) -> tuple[np.ndarray, np.ndarray]:
+            """The agent's option rows and mask on the GPUs it may use now (after earlier agents' starts)."""
+            mine = usable(agent.job)
+            return option_rows(
+                agent.job, agent.counts, RackState(agent.job, mine), obs, self.curves,
+                now=now, total_free=mine.total_free,
+            )
+
         first: list[tuple[np.ndarray, np.ndarray]] = []
         for i, agent in enumerate(agents):
-            mine = usable(agent.job)
-            rows, mask = option_rows(
-                agent.job,
-                agent.counts,
-                RackState(agent.job, mine),
-                obs,
-                self.curves,
-                now=now,
-                total_free=mine.total_free,
-            )
+            rows, mask = rows_for(agent)
             first.append((rows, mask))
             fits_low = bool(mask[:-1].any())
             jobs[i] = job_row(
@@ -158,18 +157,7 @@ class Resolver:
         starts: list[Start] = []
         for i, agent in enumerate(agents):
             mine = usable(agent.job)
-            if i == 0:
-                rows, mask = first[0]
-            else:
-                rows, mask = option_rows(
-                    agent.job,
-                    agent.counts,
-                    RackState(agent.job, mine),
-                    obs,
-                    self.curves,
-                    now=now,
-                    total_free=mine.total_free,
-                )
+            rows, mask = first[0] if i == 0 else rows_for(agent)
             table = option_table(agent.counts, self.racks, obs.max_counts)
             mask = mask.copy()
             while True:

@@ -146,7 +146,7 @@ class MaifsPolicy:
 
 def numpy_copy(net: MaifsNet) -> NumpyMaifs:
     """The numpy actor of a torch network's current weights (what rollouts run)."""
-    return NumpyMaifs(net.cfg, {k: v.detach().numpy().copy() for k, v in net.state_dict().items()})
+    return NumpyMaifs(net.cfg, checkpoints.numpy_state(net))
 
 
 @dataclass(frozen=True)

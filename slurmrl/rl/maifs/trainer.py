@@ -39,12 +39,12 @@ from slurmrl.rl.maifs.env import ElasticEnv, EnvConfig, Episode
 from slurmrl.rl.maifs.netconfig import MaifsNetConfig
 from slurmrl.rl.maifs.network import MaifsNet
 from slurmrl.rl.maifs.policy import greedy, numpy_copy, sampling, save_checkpoint
-from slurmrl.rl.ppo import UpdateStats, UpdateTally, compute_advantages
+from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
+from slurmrl.rl.runs import RUN, fresh_run
 from slurmrl.rl.yardstick import last_jobs
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
-RUN = "run.json"
 LOG_FIELDS = (
     "update",
     "steps",
@@ -156,11 +156,6 @@ def episode_batch(net: MaifsNet, episodes: Sequence[Episode], cfg: MaifsConfig) 
     return StepBatch(**{k: torch.cat([p[k] for p in parts]) for k in parts[0]})
 
 
-def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
-    """PPO's per-sample clipped objective, as a loss (Schulman et al., 2017; ``slurmrl.rl.ppo.ppo_update``)."""
-    return torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip))
-
-
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (x * mask).sum() / mask.sum().clamp(min=1.0)
 
@@ -227,12 +222,7 @@ def new_network(cfg: MaifsConfig) -> MaifsNet:
 def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> MaifsResult:
     """Train into ``out`` (weights of the best yardstick, config.json, run.json, log.csv)."""
     out = Path(out)
-    if (out / RUN).is_file():
-        raise ConfigError(f"{out} already holds a training run", hint="pick another output folder")
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(cfg.seed)
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(cfg.seed)
+    rng = fresh_run(out, cfg.seed)
     env = ElasticEnv(cfg.env, workloads=workloads)
     net = new_network(cfg)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)

@@ -38,9 +38,9 @@ from slurmrl.rl.harmony.policy import save_checkpoint
 from slurmrl.rl.harmony.train import HarmonyConfig, evaluate, yardstick
 from slurmrl.rl.meta.family import FamilyConfig, FamilySampler
 from slurmrl.rl.meta.inner import learn
+from slurmrl.rl.runs import RUN, fresh_run
 
 LOG = "log.csv"
-RUN = "run.json"
 LOG_FIELDS = ("iteration", "wall_s", "cpu_s", "eps", "task", "offered_load", "decisions",
               "first_avg_jct", "last_avg_jct", "mean_reward", "yardstick_avg_jct")
 
@@ -95,13 +95,8 @@ def reptile_step(meta: Mapping[str, torch.Tensor], adapted: Mapping[str, torch.T
 def meta_train(cfg: MetaConfig, out: Path, *, sampler: FamilySampler | None = None) -> MetaResult:
     """Meta-train into ``out``: the final meta-weights as a Harmony checkpoint, run.json, log.csv."""
     out = Path(out)
-    if (out / RUN).is_file():
-        raise ConfigError(f"{out} already holds a meta-training run", hint="pick another output folder")
     sampler = sampler or FamilySampler(cfg.family)  # a bad pool fails before the folder is made
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(cfg.seed)
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(cfg.seed)
+    rng = fresh_run(out, cfg.seed, what="meta-training run")
     env_cfg = cfg.inner.env
     env = PlacementEnv(env_cfg, workloads=[p.workload for p in sampler.pools])
     net = new_net(env_cfg.obs, cfg.hidden)

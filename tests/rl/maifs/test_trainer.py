@@ -6,14 +6,12 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 from slurmrl.errors import ConfigError
 from slurmrl.rl.maifs.env import EnvConfig
 from slurmrl.rl.maifs.policy import MaifsPolicy
-from slurmrl.rl.maifs.trainer import MaifsConfig, clipped_surrogate, config_from_request, train
+from slurmrl.rl.maifs.trainer import MaifsConfig, config_from_request, train
 from tests.rl.maifs.common import small_workload
 
 
@@ -38,13 +36,6 @@ def test_a_short_training_run(tmp_path: Path) -> None:
     assert run["totals"]["updates"] == 2 and run["maifs"]["env"]["elastic"] == "fraction:0.5"
     with pytest.raises(ConfigError, match="already holds"):
         train(cfg, tmp_path / "run", workloads=[small_workload(60)])
-
-
-def test_the_clipped_surrogate_stops_pushing_past_the_clip() -> None:
-    ratio = torch.tensor([0.5, 1.0, 1.5])
-    adv = torch.ones(3)
-    loss = clipped_surrogate(ratio, adv, 0.2)
-    np.testing.assert_allclose(loss.numpy(), [-0.5, -1.0, -1.2])
 
 
 def test_cli_overrides_reach_the_config() -> None:
