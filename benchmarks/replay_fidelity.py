@@ -45,8 +45,11 @@ def main() -> int:
 
     conf = resolve_conf(os.environ.get("SLURM_CONF"))
     workload = prepare(trace=args.trace, cluster=conf, start=args.start, limit=args.limit)
-    print(f"{len(workload.trace.jobs)} jobs from {args.trace} at hour {args.start / 3600:g}, "
-          f"x{args.speedup:g}, on {workload.cluster.describe()}", flush=True)
+    print(
+        f"{len(workload.trace.jobs)} jobs from {args.trace} at hour {args.start / 3600:g}, "
+        f"x{args.speedup:g}, on {workload.cluster.describe()}",
+        flush=True,
+    )
     for name in args.policies.split(","):
         setup = None if name == "slurm" else DaemonSetup(name)
         label = "stock-slurm" if setup is None else name
@@ -69,8 +72,10 @@ def _timing(folder: Path, speedup: float) -> str:
     res = read_results(folder)
     extra = [(r.run_time - r.duration) / speedup for r in res.records if r.run_time > 0]
     mean = sum(extra) / len(extra) if extra else float("nan")
-    return (f"{folder.name}: run time over the sleep {mean:.2f} wall s on average (max {max(extra, default=0):.2f}); "
-            f"avg wait {res.summary.avg_wait / 3600:.2f} h; avg JCT {res.summary.avg_jct:,.0f} s")
+    return (
+        f"{folder.name}: run time over the sleep {mean:.2f} wall s on average (max {max(extra, default=0):.2f}); "
+        f"avg wait {res.summary.avg_wait / 3600:.2f} h; avg JCT {res.summary.avg_jct:,.0f} s"
+    )
 
 
 if __name__ == "__main__":

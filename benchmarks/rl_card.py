@@ -112,7 +112,10 @@ def learned_summary(rows: list[Row]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "folders", nargs="+", type=Path, help="`slurmrl compare --out` folders; rows of one workload are merged"
+        "folders",
+        nargs="+",
+        type=Path,
+        help="`slurmrl compare --out` folders; rows of one workload are merged",
     )
     args = parser.parse_args()
     weeks: dict[str, list[Row]] = {}

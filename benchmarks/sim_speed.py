@@ -65,7 +65,9 @@ def replay(policy: str, speed_model: str, target_load: float | None, limit: int 
         trace=str(shared_traces_dir() / PHILLY), cluster=CLUSTER, target_load=target_load, limit=limit
     )
     name, _, place = policy.partition("+")
-    sim = Simulator(workload.trace, workload.cluster, config=SimConfig(seed=workload.seed, speed_model=speed_model))
+    sim = Simulator(
+        workload.trace, workload.cluster, config=SimConfig(seed=workload.seed, speed_model=speed_model)
+    )
     t0 = time.perf_counter()
     result = sim.run(make_policy(name, place or None))
     wall = time.perf_counter() - t0
@@ -119,7 +121,9 @@ def scaling() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; best and worst are printed")
     parser.add_argument("--only", default="", help="comma-separated policies of the cases to run")
     parser.add_argument("--no-scaling", action="store_true")

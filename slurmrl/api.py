@@ -87,8 +87,12 @@ class Comparison:
         import pandas as pd
 
         rows = [
-            {"policy": r.meta.get("policy"), "placement": r.meta.get("placement"),
-             "deployable": r.meta.get("deployable"), **r.summary}
+            {
+                "policy": r.meta.get("policy"),
+                "placement": r.meta.get("placement"),
+                "deployable": r.meta.get("deployable"),
+                **r.summary,
+            }
             for r in self.results.values()
         ]
         return pd.DataFrame(rows, index=pd.Index(list(self.results), name="run"))
@@ -168,7 +172,9 @@ def load_results(directory: str | Path) -> SimulationResult | Comparison:
     root = Path(directory)
     if (root / SUMMARY_FILE).is_file():
         return _loaded(read_results(root))
-    runs = sorted(p for p in (root / RUNS_DIR).glob(f"*/{SUMMARY_FILE}")) if (root / RUNS_DIR).is_dir() else []
+    runs = (
+        sorted(p for p in (root / RUNS_DIR).glob(f"*/{SUMMARY_FILE}")) if (root / RUNS_DIR).is_dir() else []
+    )
     if not runs:
         raise SlurmrlError(
             f"no {SUMMARY_FILE} here nor in {RUNS_DIR}/*/",
@@ -183,7 +189,8 @@ def load_results(directory: str | Path) -> SimulationResult | Comparison:
 
 def _keywords(function: object) -> set[str]:
     return {
-        name for name, p in inspect.signature(function).parameters.items()  # type: ignore[arg-type]
+        name
+        for name, p in inspect.signature(function).parameters.items()  # type: ignore[arg-type]
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
     }
 
@@ -238,7 +245,9 @@ def _policy_pairs(policies: str | Sequence[str] | None) -> list[tuple[str, str |
             labels.add(label)
             pairs.append((name, place or None))
     if not pairs:
-        raise ConfigError("no policies given; pass names like ['fifo', 'tiresias+topology']", column="policies")
+        raise ConfigError(
+            "no policies given; pass names like ['fifo', 'tiresias+topology']", column="policies"
+        )
     return pairs
 
 

@@ -33,8 +33,15 @@ def slurm(name: str, *args: str) -> subprocess.CompletedProcess:
 def sbatch(*args: str, account: str) -> str:
     """Submit a 10-minute sleep under ``account``; the job id."""
     out = slurm(
-        "sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", f"--account={account}",
-        f"--job-name={account}", *args, "--wrap", "sleep 600",
+        "sbatch",
+        "--parsable",
+        "--chdir=/tmp",
+        "--output=/dev/null",
+        f"--account={account}",
+        f"--job-name={account}",
+        *args,
+        "--wrap",
+        "sleep 600",
     )
     assert out.returncode == 0, out.stderr
     jid = out.stdout.strip().split(";")[0]
@@ -108,7 +115,17 @@ def every_node(**overrides: list[int]) -> dict[str, list[int]]:
 # States of a job that has ended ("": slurmctld no longer knows the id). FAILED is one: after
 # slurmctld loses its state it hands out the same ids again, and a slurmd refuses the credential
 # of an id it saw revoked, so an id a test holds can name a new job that failed at once.
-ENDED = ("", "CANCELLED", "COMPLETED", "FAILED", "NODE_FAIL", "BOOT_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "DEADLINE")
+ENDED = (
+    "",
+    "CANCELLED",
+    "COMPLETED",
+    "FAILED",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "DEADLINE",
+)
 
 
 def cancel(ids: list[str]) -> None:

@@ -38,8 +38,10 @@ def test_import_is_cheap() -> None:
 
 
 def test_simulate_matches_the_command_line(fifo) -> None:
-    cli = CliRunner().invoke(main, ["simulate", "--policy", "fifo", "--cluster", "1x2x8", "--limit", "200",
-                                    "--json", "--no-progress"])
+    cli = CliRunner().invoke(
+        main,
+        ["simulate", "--policy", "fifo", "--cluster", "1x2x8", "--limit", "200", "--json", "--no-progress"],
+    )
     assert cli.exit_code == 0, cli.output
     printed = json.loads(cli.output)
     shared = (set(fifo.summary) & set(printed)) - {"wall_seconds"}
@@ -105,8 +107,21 @@ def test_results_round_trip_through_folders(tmp_path: Path, fifo, pair) -> None:
 
 
 def test_load_results_reads_what_compare_out_writes(tmp_path: Path) -> None:
-    cli = CliRunner().invoke(main, ["compare", "--policies", "fifo", "--cluster", "1x2x8", "--limit", "50",
-                                    "--out", str(tmp_path), "--no-progress"])
+    cli = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--policies",
+            "fifo",
+            "--cluster",
+            "1x2x8",
+            "--limit",
+            "50",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ],
+    )
     assert cli.exit_code == 0, cli.output
     loaded = slurmrl.load_results(tmp_path)
     assert list(loaded) == ["fifo+first-fit"] and loaded["fifo"].summary["jobs"] == 50
@@ -120,10 +135,14 @@ def test_load_results_of_an_empty_folder_says_what_it_wants(tmp_path: Path) -> N
 def test_traces_load_gives_a_frame(tmp_path: Path) -> None:
     sample = slurmrl.traces.load("embedded:philly-sample")
     assert len(sample) == 11386 and list(sample.columns) == list(TraceJob.__dataclass_fields__)
-    assert sample["submit_time"].is_monotonic_increasing and sample.attrs["source"] == "embedded:philly-sample"
+    assert (
+        sample["submit_time"].is_monotonic_increasing and sample.attrs["source"] == "embedded:philly-sample"
+    )
     path = tmp_path / "t.csv"
-    path.write_text("job_id,user,vc,submit_time,duration_s,num_gpus,num_nodes,status,job_type\n"
-                    "a,u,vc1,5,100,2,,,\nb,u,vc1,0,50,1,1,,\n")
+    path.write_text(
+        "job_id,user,vc,submit_time,duration_s,num_gpus,num_nodes,status,job_type\n"
+        "a,u,vc1,5,100,2,,,\nb,u,vc1,0,50,1,1,,\n"
+    )
     frame = slurmrl.traces.load(path)
     assert frame["job_id"].tolist() == ["b", "a"] and frame["num_gpus"].tolist() == [1, 2]
     assert frame["num_nodes"].tolist()[0] == 1.0 and math.isnan(frame["num_nodes"].tolist()[1])

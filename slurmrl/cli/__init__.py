@@ -22,7 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scenarios": ("slurmrl.cli.scenarios:scenarios", "List the named benchmark scenarios."),
     "slurm": ("slurmrl.cli.slurm:slurm", "Read the live Slurm queue, nodes and GPU topology."),
     "cluster": ("slurmrl.cli.slurm:cluster", "Build or convert cluster specs."),
-    "replay": ("slurmrl.cli.replay:replay", "Replay a trace window on the live Slurm cluster beside its simulation."),
+    "replay": (
+        "slurmrl.cli.replay:replay",
+        "Replay a trace window on the live Slurm cluster beside its simulation.",
+    ),
     "report": ("slurmrl.cli.report:report", "Render results as a static HTML site."),
     "train": ("slurmrl.cli.rl:train", "Train an RL scheduling policy with PPO on trace scenarios."),
     "evaluate": ("slurmrl.cli.rl:evaluate", "Replay a workload under a policy or a trained checkpoint."),

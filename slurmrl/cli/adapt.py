@@ -31,8 +31,10 @@ def _split(scenario: str, eval_scenarios: tuple[str, ...], held_out_jobs: int, s
     from slurmrl.sim.experiment import prepare
 
     if get_scenario(scenario).role == "eval":
-        raise ConfigError(f"scenario '{scenario}' is held out for evaluation; adapt on another one",
-                          hint="pass it with --eval-scenario instead")
+        raise ConfigError(
+            f"scenario '{scenario}' is held out for evaluation; adapt on another one",
+            hint="pass it with --eval-scenario instead",
+        )
     workload = prepare(scenario=scenario, seed=seed)
     if not any(j.model for j in workload.trace.jobs):
         click.echo(f"note: {scenario} records no model class; interference-aware placement is blind there")
@@ -43,20 +45,40 @@ def _split(scenario: str, eval_scenarios: tuple[str, ...], held_out_jobs: int, s
 
 
 @click.command()
-@click.option("--policy", default="meta-rl", show_default=True,
-              help="'meta-rl' (the shipped meta-learned checkpoint) or a Harmony-format checkpoint folder.")
+@click.option(
+    "--policy",
+    default="meta-rl",
+    show_default=True,
+    help="'meta-rl' (the shipped meta-learned checkpoint) or a Harmony-format checkpoint folder.",
+)
 @click.option("--scenario", required=True, help="The shifted workload to adapt on (see `slurmrl scenarios`).")
 @click.option("--episodes", type=int, default=20, show_default=True, help="Adaptation episodes (K).")
-@click.option("--eval-scenario", "eval_scenarios", default=None,
-              help="Comma-separated scenarios the curve is measured on; default: the last --held-out-jobs "
-                   "jobs of --scenario, which adaptation then never sees.")
+@click.option(
+    "--eval-scenario",
+    "eval_scenarios",
+    default=None,
+    help="Comma-separated scenarios the curve is measured on; default: the last --held-out-jobs "
+    "jobs of --scenario, which adaptation then never sees.",
+)
 @click.option("--held-out-jobs", type=int, default=500, show_default=True)
 @click.option("--episode-jobs", type=int, default=256, show_default=True, help="Jobs per adaptation episode.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the adapted checkpoint (loadable by `slurmrl evaluate --policy DIR`) and the curve.")
-def adapt(policy: str, scenario: str, episodes: int, eval_scenarios: str | None, held_out_jobs: int,
-          episode_jobs: int, seed: int, out: Path) -> None:
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the adapted checkpoint (loadable by `slurmrl evaluate --policy DIR`) and the curve.",
+)
+def adapt(
+    policy: str,
+    scenario: str,
+    episodes: int,
+    eval_scenarios: str | None,
+    held_out_jobs: int,
+    episode_jobs: int,
+    seed: int,
+    out: Path,
+) -> None:
     """Adapt a meta-learned placement policy to a workload; print the adaptation curve."""
     from slurmrl.extras import require_extra
 

@@ -47,27 +47,71 @@ def _elastic(ctx: click.Context, param: click.Parameter, value: str) -> ElasticR
 def workload_options(f: Callable) -> Callable:
     """--trace/--cluster/--scenario, the load options, --seed and the selection filters."""
     decorators = [
-        click.option("--trace", default=None, help=f"Trace file or embedded:NAME [default: {DEFAULT_TRACE}]."),
-        click.option("--format", "trace_format", default="auto", show_default=True,
-                     help="Trace format when the file name does not tell."),
-        click.option("--cluster", default=None,
-                     help=f"Cluster spec: RxNxG[:type], a TOML spec, a CSV spec or a slurm.conf [default: {DEFAULT_CLUSTER}]."),
-        click.option("--scenario", default=None,
-                     help="A named scenario (see `slurmrl scenarios`); fixes trace window and cluster, "
-                          "on the trace's own timeline."),
-        click.option("--arrival-scale", type=float, default=None, callback=_positive,
-                     help="Divide inter-arrival times by X (2 = twice the arrivals per hour)."),
-        click.option("--target-load", type=float, default=None, callback=_positive,
-                     help="Pick the arrival scale that makes the offered load (GPU-time asked over "
-                          "GPU-time available while jobs arrive) equal L."),
-        click.option("--load", type=float, default=None, hidden=True, expose_value=False,
-                     callback=_removed_load, is_eager=True),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed for model assignment and time-limit estimates."),
-        click.option("--skip-bad", is_flag=True, help="Skip malformed trace rows and report how many, instead of stopping."),
-        click.option("--start", type=float, default=None, help="Keep jobs submitted at or after this many seconds."),
+        click.option(
+            "--trace", default=None, help=f"Trace file or embedded:NAME [default: {DEFAULT_TRACE}]."
+        ),
+        click.option(
+            "--format",
+            "trace_format",
+            default="auto",
+            show_default=True,
+            help="Trace format when the file name does not tell.",
+        ),
+        click.option(
+            "--cluster",
+            default=None,
+            help=f"Cluster spec: RxNxG[:type], a TOML spec, a CSV spec or a slurm.conf [default: {DEFAULT_CLUSTER}].",
+        ),
+        click.option(
+            "--scenario",
+            default=None,
+            help="A named scenario (see `slurmrl scenarios`); fixes trace window and cluster, "
+            "on the trace's own timeline.",
+        ),
+        click.option(
+            "--arrival-scale",
+            type=float,
+            default=None,
+            callback=_positive,
+            help="Divide inter-arrival times by X (2 = twice the arrivals per hour).",
+        ),
+        click.option(
+            "--target-load",
+            type=float,
+            default=None,
+            callback=_positive,
+            help="Pick the arrival scale that makes the offered load (GPU-time asked over "
+            "GPU-time available while jobs arrive) equal L.",
+        ),
+        click.option(
+            "--load",
+            type=float,
+            default=None,
+            hidden=True,
+            expose_value=False,
+            callback=_removed_load,
+            is_eager=True,
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed for model assignment and time-limit estimates.",
+        ),
+        click.option(
+            "--skip-bad",
+            is_flag=True,
+            help="Skip malformed trace rows and report how many, instead of stopping.",
+        ),
+        click.option(
+            "--start", type=float, default=None, help="Keep jobs submitted at or after this many seconds."
+        ),
         click.option("--end", type=float, default=None, help="Keep jobs submitted before this many seconds."),
         click.option("--vc", "vcs", multiple=True, help="Keep only jobs of this VC (repeatable)."),
-        click.option("--max-gpus", type=int, default=None, help="Keep only jobs asking for at most this many GPUs."),
+        click.option(
+            "--max-gpus", type=int, default=None, help="Keep only jobs asking for at most this many GPUs."
+        ),
         click.option("--limit", type=int, default=None, help="Keep only the first N jobs."),
     ]
     for decorator in reversed(decorators):
@@ -78,23 +122,48 @@ def workload_options(f: Callable) -> Callable:
 def sim_options(f: Callable) -> Callable:
     """The simulator's settings (see :class:`slurmrl.sim.experiment.SimSettings`) and --seeds."""
     decorators = [
-        click.option("--speed-model", type=click.Choice(SPEED_MODELS), default=DEFAULT_SPEED_MODEL,
-                     show_default=True,
-                     help="none: trace durations; placement: slowed by the links a job crosses; "
-                          "full: also by its neighbours."),
-        click.option("--locality", default="pack", show_default=True, callback=_locality,
-                     help="Nodes a job without a trace node count may span: pack (fewest), "
-                          "relax:SECONDS (fewest until it waited that long), any."),
+        click.option(
+            "--speed-model",
+            type=click.Choice(SPEED_MODELS),
+            default=DEFAULT_SPEED_MODEL,
+            show_default=True,
+            help="none: trace durations; placement: slowed by the links a job crosses; "
+            "full: also by its neighbours.",
+        ),
+        click.option(
+            "--locality",
+            default="pack",
+            show_default=True,
+            callback=_locality,
+            help="Nodes a job without a trace node count may span: pack (fewest), "
+            "relax:SECONDS (fewest until it waited that long), any.",
+        ),
         click.option("--enforce-limits", is_flag=True, help="Kill jobs at their time limit, as Slurm does."),
-        click.option("--reveal-models", is_flag=True,
-                     help="Let policies see model classes the simulator drew where the trace has none."),
-        click.option("--reference-gpu", default="", help="GPU type the trace's durations were measured on "
-                     "[default: the cluster's most common]."),
-        click.option("--elastic", default="off", show_default=True, callback=_elastic,
-                     help="Elastic jobs: off, or fraction:F (a seeded share F of jobs may run on half to "
-                          "twice their GPUs, in powers of two; see slurmrl.sim.elastic)."),
-        click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Run seeds SEED..SEED+N-1 and report mean and 95% CI per metric."),
+        click.option(
+            "--reveal-models",
+            is_flag=True,
+            help="Let policies see model classes the simulator drew where the trace has none.",
+        ),
+        click.option(
+            "--reference-gpu",
+            default="",
+            help="GPU type the trace's durations were measured on [default: the cluster's most common].",
+        ),
+        click.option(
+            "--elastic",
+            default="off",
+            show_default=True,
+            callback=_elastic,
+            help="Elastic jobs: off, or fraction:F (a seeded share F of jobs may run on half to "
+            "twice their GPUs, in powers of two; see slurmrl.sim.elastic).",
+        ),
+        click.option(
+            "--seeds",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Run seeds SEED..SEED+N-1 and report mean and 95% CI per metric.",
+        ),
     ]
     for decorator in reversed(decorators):
         f = decorator(f)
@@ -134,7 +203,9 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
     )
     if workload.trace.skipped:
         reasons = "; ".join(workload.trace.skip_reasons[:3])
-        click.echo(f"skipped {workload.trace.skipped} bad rows of {workload.trace.source}: {reasons}", err=True)
+        click.echo(
+            f"skipped {workload.trace.skipped} bad rows of {workload.trace.source}: {reasons}", err=True
+        )
     return workload
 
 
@@ -154,8 +225,10 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
         flags += f", elastic {settings.elastic}"
     if settings.reveal_models:
         flags += "; REVEALED MODELS (policies saw drawn model classes)"
-    return (f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
-            f"offered load {workload.offered_load:.2f}{scale}{flags}")
+    return (
+        f"{workload.label}: {workload.cluster.describe()}; {len(workload.trace.jobs)} jobs, "
+        f"offered load {workload.offered_load:.2f}{scale}{flags}"
+    )
 
 
 @contextmanager

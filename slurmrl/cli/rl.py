@@ -112,8 +112,14 @@ def train_maifs(req: TrainRequest) -> None:
     from slurmrl.rl.maifs.trainer import train as run_maifs
 
     cfg = config_from_request(
-        req.scenarios, steps=req.steps, seed=req.seed, episode_jobs=req.episode_jobs, gamma=req.gamma,
-        learning_rate=req.learning_rate, target_kl=req.target_kl, wall_limit=req.wall_limit,
+        req.scenarios,
+        steps=req.steps,
+        seed=req.seed,
+        episode_jobs=req.episode_jobs,
+        gamma=req.gamma,
+        learning_rate=req.learning_rate,
+        target_kl=req.target_kl,
+        wall_limit=req.wall_limit,
     )
     result = run_maifs(cfg, req.out)
     click.echo(
@@ -127,13 +133,24 @@ def train_meta(req: TrainRequest) -> None:
     """Reptile meta-training of the Harmony placement network over a workload family (slurmrl.rl.meta)."""
     from slurmrl.rl.meta.reptile import train_request
 
-    click.echo(train_request(req.scenarios, steps=req.steps, seed=req.seed, out=req.out,
-                             episode_jobs=req.episode_jobs, wall_limit=req.wall_limit))
+    click.echo(
+        train_request(
+            req.scenarios,
+            steps=req.steps,
+            seed=req.seed,
+            out=req.out,
+            episode_jobs=req.episode_jobs,
+            wall_limit=req.wall_limit,
+        )
+    )
 
 
 # Policy name -> trainer; another agent adds its own entry here.
 TRAINERS: dict[str, Callable[[TrainRequest], None]] = {
-    "topdrl": train_topdrl, "harmony": train_harmony, "maifs": train_maifs, "meta-rl": train_meta,
+    "topdrl": train_topdrl,
+    "harmony": train_harmony,
+    "maifs": train_maifs,
+    "meta-rl": train_meta,
 }
 
 
@@ -158,12 +175,18 @@ TRAINERS: dict[str, Callable[[TrainRequest], None]] = {
 @click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
 @click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default=None)
 @click.option("--gamma", type=float, default=None, help="Discount factor; default: the trainer's.")
-@click.option("--lr", "learning_rate", type=float, default=None, help="Learning rate; default: the trainer's.")
-@click.option("--target-kl", type=float, default=None, help="Early-stop KL per update; default: the trainer's.")
+@click.option(
+    "--lr", "learning_rate", type=float, default=None, help="Learning rate; default: the trainer's."
+)
+@click.option(
+    "--target-kl", type=float, default=None, help="Early-stop KL per update; default: the trainer's."
+)
 @click.option("--makespan-weight", type=float, default=None, help="Weight of the elapsed-time reward term.")
 @click.option("--warm-policy", default=None, help="Heuristic that schedules before the agent takes over.")
 @click.option("--warm-jobs", type=int, default=None, help="Jobs the warm-start heuristic replays first.")
-@click.option("--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds.")
+@click.option(
+    "--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--out",
@@ -219,8 +242,15 @@ def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: boo
 
             target = policy_from_dir(policy, make_placement(placement) if placement else None)
         with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
-            results.append(run_policy(workload, target, placement=placement, settings=settings,  # type: ignore[arg-type]
-                                      progress=bar))
+            results.append(
+                run_policy(
+                    workload,
+                    target,
+                    placement=placement,
+                    settings=settings,  # type: ignore[arg-type]
+                    progress=bar,
+                )
+            )
     if len(seeds) == 1:
         print_run(workload, results[0], as_json, settings)
     else:

@@ -16,8 +16,10 @@ def _facts(name: str) -> str:
         workload = prepare(scenario=name, time_limits=False)
     except SlurmrlError as exc:
         return f"unavailable: {exc.message}"
-    return (f"{workload.cluster.total_gpus} GPUs, {len(workload.trace.jobs)} jobs, "
-            f"offered load {workload.offered_load:.2f}")
+    return (
+        f"{workload.cluster.total_gpus} GPUs, {len(workload.trace.jobs)} jobs, "
+        f"offered load {workload.offered_load:.2f}"
+    )
 
 
 @click.command()

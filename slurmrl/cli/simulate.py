@@ -24,13 +24,25 @@ from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy,
 from slurmrl.sim.seeds import SeedStat
 
 TABLE_COLUMNS = [
-    "policy", "placement", "finished", "killed", "avg_jct", "p50_jct", "p95_jct", "avg_wait",
-    "makespan", "gpu_utilization", "multi_gpu_local_fraction", "jct_over_bound", "makespan_over_bound",
+    "policy",
+    "placement",
+    "finished",
+    "killed",
+    "avg_jct",
+    "p50_jct",
+    "p95_jct",
+    "avg_wait",
+    "makespan",
+    "gpu_utilization",
+    "multi_gpu_local_fraction",
+    "jct_over_bound",
+    "makespan_over_bound",
 ]
 
 
-def _run(workload: Workload, policy: str, placement: str | None, settings: SimSettings,
-         show_progress: bool) -> RunOutput:
+def _run(
+    workload: Workload, policy: str, placement: str | None, settings: SimSettings, show_progress: bool
+) -> RunOutput:
     label = f"{policy}" + (f"+{placement}" if placement else "")
     target: str | Policy = policy
     if Path(policy).is_dir():  # a trained checkpoint folder (e.g. `slurmrl train --out DIR`)
@@ -58,10 +70,16 @@ def _seed_dir(out: Path, seed: int) -> Path:
 @click.option("--policy", default="fifo", show_default=True, help="Policy name (see `slurmrl policies`).")
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write summary.json, jobs.csv and timeline.csv here (one folder per seed with --seeds).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write summary.json, jobs.csv and timeline.csv here (one folder per seed with --seeds).",
+)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def simulate(policy: str, placement: str | None, as_json: bool, out: Path | None, no_progress: bool, **opts) -> None:
+def simulate(
+    policy: str, placement: str | None, as_json: bool, out: Path | None, no_progress: bool, **opts
+) -> None:
     """Replay a trace on a cluster under one policy and print its metrics."""
     settings = build_settings(opts)
     seeds = seed_list(opts)
@@ -99,11 +117,20 @@ def print_run(workload: Workload, result: RunOutput, as_json: bool, settings: Si
         click.echo(f"  {key:<{width}}  {shown}")
 
 
-def print_seeds(workload: Workload, summaries: Sequence[Mapping[str, object]], meta: Mapping[str, object],
-                seeds: list[int], as_json: bool, settings: SimSettings, out: Path | None) -> None:
+def print_seeds(
+    workload: Workload,
+    summaries: Sequence[Mapping[str, object]],
+    meta: Mapping[str, object],
+    seeds: list[int],
+    as_json: bool,
+    settings: SimSettings,
+    out: Path | None,
+) -> None:
     """One policy's mean and 95% CI per metric over the seeds' runs (and aggregate.json under ``out``)."""
     row = {"policy": meta["policy"], "placement": meta["placement"], "deployable": meta["deployable"]}
-    print_seed_table(workload, [[dict(row, **summary)] for summary in summaries], seeds, as_json, settings, out)
+    print_seed_table(
+        workload, [[dict(row, **summary)] for summary in summaries], seeds, as_json, settings, out
+    )
 
 
 def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
@@ -139,14 +166,22 @@ def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[st
     return pairs
 
 
-def _compare_once(workload: Workload, pairs: list[tuple[str, str | None]], settings: SimSettings,
-                  runs_dir: Path | None, show_progress: bool) -> list[dict[str, object]]:
+def _compare_once(
+    workload: Workload,
+    pairs: list[tuple[str, str | None]],
+    settings: SimSettings,
+    runs_dir: Path | None,
+    show_progress: bool,
+) -> list[dict[str, object]]:
     """One table row per (policy, placement) on one workload; result folders under ``runs_dir``."""
     rows: list[dict[str, object]] = []
     for name, place in pairs:
         result = _run(workload, name, place, settings, show_progress)
-        row: dict[str, object] = {"policy": name, "placement": result.meta["placement"],
-                                  "deployable": result.meta["deployable"]}
+        row: dict[str, object] = {
+            "policy": name,
+            "placement": result.meta["placement"],
+            "deployable": result.meta["deployable"],
+        }
         row.update(result.summary)
         rows.append(row)
         if runs_dir is not None:
@@ -154,32 +189,59 @@ def _compare_once(workload: Workload, pairs: list[tuple[str, str | None]], setti
     return rows
 
 
-def _write_comparison(out: Path, rows: list[dict[str, object]], workload: Workload,
-                      settings: SimSettings) -> None:
+def _write_comparison(
+    out: Path, rows: list[dict[str, object]], workload: Workload, settings: SimSettings
+) -> None:
     from slurmrl.sim.experiment import workload_meta
     from slurmrl.sim.results import write_table_csv, write_table_json
 
     write_table_csv(out / "comparison.csv", rows)
-    meta = {"workload": workload.label, "cluster": workload.cluster.describe(), "seed": workload.seed,
-            **workload_meta(workload), **settings.as_meta()}
+    meta = {
+        "workload": workload.label,
+        "cluster": workload.cluster.describe(),
+        "seed": workload.seed,
+        **workload_meta(workload),
+        **settings.as_meta(),
+    }
     write_table_json(out / "comparison.json", rows, meta=meta)
 
 
 @click.command()
 @workload_options
 @sim_options
-@click.option("--policies", default=None,
-              help="Comma-separated policies, each optionally NAME+PLACEMENT; default: every heuristic and bound.")
-@click.option("--placements", default=None,
-              help="Comma-separated placements to cross with every policy; default: each policy's own.")
+@click.option(
+    "--policies",
+    default=None,
+    help="Comma-separated policies, each optionally NAME+PLACEMENT; default: every heuristic and bound.",
+)
+@click.option(
+    "--placements",
+    default=None,
+    help="Comma-separated placements to cross with every policy; default: each policy's own.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write comparison.csv/json and one result folder per run here (one folder per seed with --seeds).")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also render the HTML report into this folder.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write comparison.csv/json and one result folder per run here (one folder per seed with --seeds).",
+)
+@click.option(
+    "--report",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also render the HTML report into this folder.",
+)
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def compare(policies: str | None, placements: str | None, as_json: bool, out: Path | None,
-            report: Path | None, no_progress: bool, **opts) -> None:
+def compare(
+    policies: str | None,
+    placements: str | None,
+    as_json: bool,
+    out: Path | None,
+    report: Path | None,
+    no_progress: bool,
+    **opts,
+) -> None:
     """Replay one workload under several policies and print a comparison table."""
     from slurmrl.sim.results import format_table
 
@@ -200,7 +262,9 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
         if where is not None:
             runs_dirs.append(where / "runs")
         if out is not None:
-            _write_comparison(out if len(seeds) == 1 else _seed_dir(out, seed), per_seed[-1], workload, settings)
+            _write_comparison(
+                out if len(seeds) == 1 else _seed_dir(out, seed), per_seed[-1], workload, settings
+            )
     if len(seeds) > 1:
         print_seed_table(workload, per_seed, seeds, as_json, settings, out)
     elif as_json:
@@ -219,8 +283,14 @@ def compare(policies: str | None, placements: str | None, as_json: bool, out: Pa
         click.echo(f"report written: open {index}")
 
 
-def print_seed_table(workload: Workload, per_seed: list[list[dict[str, object]]], seeds: list[int],
-                     as_json: bool, settings: SimSettings, out: Path | None) -> None:
+def print_seed_table(
+    workload: Workload,
+    per_seed: list[list[dict[str, object]]],
+    seeds: list[int],
+    as_json: bool,
+    settings: SimSettings,
+    out: Path | None,
+) -> None:
     """Per (policy, placement): mean +- 95% CI of every metric over the seeds; the table shows TABLE_COLUMNS."""
     from slurmrl.sim.experiment import workload_meta
     from slurmrl.sim.seeds import aggregate, format_seed_table
@@ -228,10 +298,21 @@ def print_seed_table(workload: Workload, per_seed: list[list[dict[str, object]]]
     rows: list[dict[str, object]] = []
     for i, first in enumerate(per_seed[0]):
         stats = aggregate([{k: v for k, v in runs[i].items() if k != "deployable"} for runs in per_seed])
-        rows.append({"policy": first["policy"], "placement": first["placement"],
-                     "deployable": first["deployable"], **stats})
-    meta = {"workload": workload.label, "cluster": workload.cluster.describe(), "seeds": seeds,
-            **workload_meta(workload), **settings.as_meta()}
+        rows.append(
+            {
+                "policy": first["policy"],
+                "placement": first["placement"],
+                "deployable": first["deployable"],
+                **stats,
+            }
+        )
+    meta = {
+        "workload": workload.label,
+        "cluster": workload.cluster.describe(),
+        "seeds": seeds,
+        **workload_meta(workload),
+        **settings.as_meta(),
+    }
     payload = {
         "speed_model": settings.speed_model,
         "meta": meta,

@@ -62,8 +62,10 @@ def snapshot(backend: str, text_mode: bool, conf: str | None, as_json: bool) -> 
         else:
             bar = "".join("#" if g in used else "." for g in range(width))
         states = "+".join(sorted(node.states))
-        click.echo(f"  {node.name:<12} [{bar}] {node.used_count}/{width} {node.gpu_type:<6} {states}"
-                   + (f"  ({node.reason})" if node.reason else ""))
+        click.echo(
+            f"  {node.name:<12} [{bar}] {node.used_count}/{width} {node.gpu_type:<6} {states}"
+            + (f"  ({node.reason})" if node.reason else "")
+        )
     running = snap.running
     click.echo(f"running: {len(running)}")
     for job in running:
@@ -90,10 +92,18 @@ def cluster() -> None:
 
 
 @cluster.command("from-slurm")
-@click.option("--conf", type=click.Path(), default=None,
-              help="slurm.conf or its folder; without it, the live cluster (via sinfo) is read.")
-@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the TOML spec here instead of printing it.")
+@click.option(
+    "--conf",
+    type=click.Path(),
+    default=None,
+    help="slurm.conf or its folder; without it, the live cluster (via sinfo) is read.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the TOML spec here instead of printing it.",
+)
 def from_slurm(conf: str | None, out: str | None) -> None:
     """Write the TOML cluster spec of a Slurm cluster or of its config files.
 

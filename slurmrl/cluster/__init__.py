@@ -5,5 +5,13 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.cluster.spec import cluster_to_toml, load_cluster
 
 __all__ = [
-    "Cluster", "GpuPool", "LinkTier", "Node", "NodeAlloc", "Placement", "Rack", "cluster_to_toml", "load_cluster",
+    "Cluster",
+    "GpuPool",
+    "LinkTier",
+    "Node",
+    "NodeAlloc",
+    "Placement",
+    "Rack",
+    "cluster_to_toml",
+    "load_cluster",
 ]

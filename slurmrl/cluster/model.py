@@ -173,8 +173,7 @@ class Cluster:
     def describe(self) -> str:
         types = ",".join(self.gpu_types)
         return (
-            f"{self.name}: {len(self.racks)} racks, {len(self.nodes)} nodes, "
-            f"{self.total_gpus} GPUs ({types})"
+            f"{self.name}: {len(self.racks)} racks, {len(self.nodes)} nodes, {self.total_gpus} GPUs ({types})"
         )
 
 

@@ -156,7 +156,9 @@ class GpuPool:
         """
         ro = GpuPool.__new__(GpuPool)
         ro.cluster = self.cluster
-        ro.free, ro.free_count, ro.rack_free = (a.view() for a in (self.free, self.free_count, self.rack_free))
+        ro.free, ro.free_count, ro.rack_free = (
+            a.view() for a in (self.free, self.free_count, self.rack_free)
+        )
         for arr in (ro.free, ro.free_count, ro.rack_free):
             arr.setflags(write=False)
         ro.total_free, ro.partial_free = self.total_free, self.partial_free

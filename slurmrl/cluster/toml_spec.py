@@ -161,7 +161,9 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         for key in rack:
             if key not in RACK_KEYS + NODE_FIELDS:
                 check.add(at, _did_you_mean(key, RACK_KEYS + NODE_FIELDS))
-        rack_fields = check.fields({k: v for k, v in rack.items() if k in NODE_FIELDS}, at, allow_islands=False)
+        rack_fields = check.fields(
+            {k: v for k, v in rack.items() if k in NODE_FIELDS}, at, allow_islands=False
+        )
         rname = rack.get("name", f"rack{i + 1}")
         if not isinstance(rname, str) or not NAME_RE.match(rname):
             check.add(f"{at}.name", f"must be a name of letters, digits, '_', '.', '-', got {rname!r}")
@@ -322,7 +324,10 @@ def cluster_to_toml(cluster: Cluster) -> str:
         if diff:
             lines += ["", f"[nodes.{_key(node.name)}]"] + [f"{k} = {_value(v)}" for k, v in diff.items()]
     if cluster.scheduler is not None:
-        lines += ["", "# The cluster's Slurm scheduler settings (slurm.conf keys); the slurm policy runs with them.",
-                  "[scheduler]"]
+        lines += [
+            "",
+            "# The cluster's Slurm scheduler settings (slurm.conf keys); the slurm policy runs with them.",
+            "[scheduler]",
+        ]
         lines += [f"{k} = {_str(v)}" for k, v in cluster.scheduler.as_conf().items()]
     return "\n".join(lines) + "\n"

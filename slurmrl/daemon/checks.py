@@ -83,11 +83,13 @@ def admin_level(values: dict[str, str], config: DaemonConfig, uid: int | None = 
     try:
         out = call(
             ["sacctmgr", "-n", "-P", "show", "user", name, "format=AdminLevel"],
-            timeout=config.slurm.timeout, env=_env(config),
+            timeout=config.slurm.timeout,
+            env=_env(config),
         ).stdout.strip()
     except SlurmError as exc:
         return CheckResult(
-            "admin level", True,
+            "admin level",
+            True,
             f"warning: unknown for {name} (sacctmgr: {exc}); ordering and placement need Operator, "
             "notes (AdminComment) Administrator",
         )
@@ -96,12 +98,14 @@ def admin_level(values: dict[str, str], config: DaemonConfig, uid: int | None = 
         return CheckResult("admin level", True, f"Administrator ({name})")
     if level.lower() == "operator":
         return CheckResult(
-            "admin level", True,
+            "admin level",
+            True,
             f"Operator ({name}): ordering and placement work; audit notes (AdminComment need "
             "Administrator) will be skipped",
         )
     return CheckResult(
-        "admin level", False,
+        "admin level",
+        False,
         f"{level or 'None'} ({name}): the daemon needs at least Operator "
         f"(sacctmgr modify user {name} set adminlevel=operator)",
     )
@@ -116,10 +120,11 @@ def accrue_check(values: dict[str, str], mode: str) -> CheckResult | None:
     flags = values.get("PriorityFlags", "").upper()
     if any(w in enforce for w in ("limits", "safe", "qos")) and "ACCRUE_ALWAYS" not in flags:
         return CheckResult(
-            "accrue time", True,
+            "accrue time",
+            True,
             "warning: revert in priority mode (hold + release) resets the jobs' age priority here "
             "(AccountingStorageEnforce has limits, PriorityFlags lacks ACCRUE_ALWAYS); "
-            "prefer mode = \"site_factor\"",
+            'prefer mode = "site_factor"',
         )
     return CheckResult("accrue time", True, "kept on revert (limits not enforced or ACCRUE_ALWAYS set)")
 
@@ -130,7 +135,8 @@ def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
         return CheckResult("pins", True, 'hard: ReqNodeList= (pin = "required")')
     if pins.soft:
         return CheckResult(
-            "pins", True,
+            "pins",
+            True,
             "soft: Prefer= naming the chosen nodes as features (each node carries its name as a "
             "feature); jobs with their own --prefer are not pinned",
         )
@@ -139,7 +145,9 @@ def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
         if not pins.prefer
         else "not every node carries its own name as a feature (e.g. Feature=node01 in slurm.conf)"
     )
-    return CheckResult("pins", True, f'warning: pin = "prefer" but {why}; hard pins (ReqNodeList=) will be used')
+    return CheckResult(
+        "pins", True, f'warning: pin = "prefer" but {why}; hard pins (ReqNodeList=) will be used'
+    )
 
 
 def run_checks(config: DaemonConfig) -> list[CheckResult]:

@@ -170,15 +170,23 @@ class Daemon:
         scoped = scoped_pending(snapshot, self.config.scope)
         self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
         for jid, tag in elastic_problems(scoped):
-            self._say_once(jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem)
+            self._say_once(
+                jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
+            )
         view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
         view = scale_view(view, self.config.time_scale)
         t0 = time.perf_counter()
         decisions = unscale_decisions(self.policy.decide(view), self.config.time_scale)
         policy_seconds = time.perf_counter() - t0
         plan = plan_cycle(
-            snapshot, decisions, scoped, self.record, self.config, self.clock(),
-            write_notes=self.notes, factors=factors,
+            snapshot,
+            decisions,
+            scoped,
+            self.record,
+            self.config,
+            self.clock(),
+            write_notes=self.notes,
+            factors=factors,
         )
         return plan, decisions, policy_seconds
 
@@ -320,7 +328,9 @@ class Daemon:
         if ok:
             m.last_success.set(time.time())
         for r in out.plan.refused:  # a policy's start the daemon did not enact, said once
-            self._say_once(r.job_id, f"gpus={r.gpus}", "start refused", "refused", gpus=r.gpus, reason=r.reason)
+            self._say_once(
+                r.job_id, f"gpus={r.gpus}", "start refused", "refused", gpus=r.gpus, reason=r.reason
+            )
         for note in out.plan.notes:  # e.g. why a start was not pinned
             log(logging.INFO, "note", cycle=out.cycle, detail=note)
             self.audit.write("note", cycle=out.cycle, detail=note)
@@ -470,7 +480,12 @@ class Daemon:
             self._set_info()
             if self.config.metrics_port and not once:
                 self.metrics.serve(self.config.metrics_port, self.config.metrics_address)
-                log(logging.INFO, "metrics", address=self.config.metrics_address, port=self.config.metrics_port)
+                log(
+                    logging.INFO,
+                    "metrics",
+                    address=self.config.metrics_address,
+                    port=self.config.metrics_port,
+                )
             log(
                 logging.INFO,
                 "start",
@@ -556,7 +571,13 @@ class Daemon:
 
             before = set(self.record.jobs)
             result = apply_changes(
-                self.backend, changes, self.record, now, persist=self.save, on_sent=sent, on_failed=failed,
+                self.backend,
+                changes,
+                self.record,
+                now,
+                persist=self.save,
+                on_sent=sent,
+                on_failed=failed,
                 batch=BATCH,
             )
             gone += len(result.vanished)

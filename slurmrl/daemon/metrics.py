@@ -23,7 +23,9 @@ class SlurmCallCollector(Collector):
         self.stats = stats
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        calls = CounterMetricFamily("slurmrl_slurm_calls", "Slurm commands run, by command", labels=["command"])
+        calls = CounterMetricFamily(
+            "slurmrl_slurm_calls", "Slurm commands run, by command", labels=["command"]
+        )
         failures = CounterMetricFamily(
             "slurmrl_slurm_call_failures", "Slurm commands that failed, by command", labels=["command"]
         )
@@ -37,6 +39,7 @@ class SlurmCallCollector(Collector):
         yield calls
         yield failures
         yield seconds
+
 
 # Cycle and policy latency buckets, seconds: a cycle should stay well under the
 # default 30 s interval; policies are expected in milliseconds (our choice).
@@ -70,11 +73,15 @@ class DaemonMetrics:
         self.tracked = Gauge("slurmrl_jobs_tracked", "Jobs with daemon-set values in the record", registry=r)
         self.pins = Gauge("slurmrl_pins_active", "Jobs with a ReqNodeList set by the daemon", registry=r)
         self.notes_enabled = Gauge(
-            "slurmrl_notes_enabled", "1 while audit notes (AdminComment) are written, 0 once refused", registry=r
+            "slurmrl_notes_enabled",
+            "1 while audit notes (AdminComment) are written, 0 once refused",
+            registry=r,
         )
         self.info = Gauge(
-            "slurmrl_info", "The running configuration (value 1)",
-            ["policy", "mode", "slurm_version", "dry_run"], registry=r,
+            "slurmrl_info",
+            "The running configuration (value 1)",
+            ["policy", "mode", "slurm_version", "dry_run"],
+            registry=r,
         )
         r.register(SlurmCallCollector())
 

@@ -177,8 +177,18 @@ def unpin(entry: Touched, reason: str, **kw: object) -> Change:
 # what the daemon itself writes and what moves on its own.
 _VOLATILE = frozenset(
     {
-        "state", "reason", "priority", "site_factor", "admin_comment", "required_nodes", "nodes",
-        "prefer", "gpu_alloc", "start_time", "state_flags", "held",
+        "state",
+        "reason",
+        "priority",
+        "site_factor",
+        "admin_comment",
+        "required_nodes",
+        "nodes",
+        "prefer",
+        "gpu_alloc",
+        "start_time",
+        "state_flags",
+        "held",
     }
 )
 REFUSED_REASONS = frozenset({"BadConstraints"})  # Slurm's reasons for a pin it cannot honour
@@ -204,8 +214,14 @@ def restore_changes(entry: Touched, job: SlurmJob | None, reason: str) -> list[C
         back = entry.orig_priority if entry.orig_explicit_priority else None
         out.append(
             Change(
-                jid, "priority", entry.priority, back, reason, restore=True,
-                orig_nice=entry.orig_nice, orig_explicit=entry.orig_explicit_priority,
+                jid,
+                "priority",
+                entry.priority,
+                back,
+                reason,
+                restore=True,
+                orig_nice=entry.orig_nice,
+                orig_explicit=entry.orig_explicit_priority,
             )
         )
     if entry.nodes is not None:
@@ -275,8 +291,15 @@ def _resize(job: SlurmJob, placement: Placement) -> tuple[GpuAsk | None, str]:
     if tag is None or tag.gpu_range is None:
         if count == job.gpus.total:
             return None, ""
-        why = f"has no {TAG}=MIN-MAX tag" if tag is None else f"its tag {tag.text} is not honoured ({tag.problem})"
-        return None, f"policy starts it on {count} GPUs but it asks for {job.gpus.total} and {why}; not enacted"
+        why = (
+            f"has no {TAG}=MIN-MAX tag"
+            if tag is None
+            else f"its tag {tag.text} is not honoured ({tag.problem})"
+        )
+        return (
+            None,
+            f"policy starts it on {count} GPUs but it asks for {job.gpus.total} and {why}; not enacted",
+        )
     low, high = tag.gpu_range
     if not low <= count <= high:
         return None, f"policy starts it on {count} GPUs, outside its range {tag.text}; not enacted"
@@ -381,7 +404,8 @@ def plan_cycle(
     desired = {jid: plan.names for jid, plan in starts.items()}
     held: set[str] = set()  # starts not enacted this cycle: their pin is taken back
     kinds = {
-        jid: _pin_kind(snapshot, scoped[jid], record.get(jid), names, config) for jid, names in desired.items()
+        jid: _pin_kind(snapshot, scoped[jid], record.get(jid), names, config)
+        for jid, names in desired.items()
     }
     for jid, entry in record.jobs.items():
         pinned = entry.pinned
@@ -467,7 +491,9 @@ def plan_cycle(
                 add((2, rank), Change(jid, "site_factor", have, target, why, orig=job.site_factor or 0))
         else:
             value = config.priority_base + target
-            have_p = job.priority if job.priority is not None else (entry.priority if entry is not None else None)
+            have_p = (
+                job.priority if job.priority is not None else (entry.priority if entry is not None else None)
+            )
             demote_blocked = starving and have_p is not None and value < have_p
             if demote_blocked:
                 value = have_p  # type: ignore[assignment]
@@ -482,8 +508,14 @@ def plan_cycle(
                 add(
                     (2, rank),
                     Change(
-                        jid, "priority", have_p, value, why, orig=job.priority,
-                        orig_nice=f.nice if f else 0, orig_explicit=bool(f and f.explicit_priority),
+                        jid,
+                        "priority",
+                        have_p,
+                        value,
+                        why,
+                        orig=job.priority,
+                        orig_nice=f.nice if f else 0,
+                        orig_explicit=bool(f and f.explicit_priority),
                     ),
                 )
 
@@ -562,7 +594,13 @@ def _comment_change(
             return Change(job.job_id, "admin_comment", live, orig, "daemon settings removed", restore=True)
         return None
     note = make_note(
-        config.policy_label, sf, prio, nodes, prefer, gpus, _orig_gpus(entry, changes)  # type: ignore[arg-type]
+        config.policy_label,
+        sf,
+        prio,
+        nodes,
+        prefer,
+        gpus,
+        _orig_gpus(entry, changes),  # type: ignore[arg-type]
     )
     text = compose_comment(orig, note)
     if text == live:

@@ -36,9 +36,7 @@ def scale_view(view: ClusterView, k: float) -> ClusterView:
         now=view.now * k,
         pending=[_job(j, k) for j in view.pending],
         running=[_job(j, k) for j in view.running],
-        finished=[
-            FinishedJob(_job(f.job, k), f.end_time * k, f.run_time * k) for f in view.finished
-        ],
+        finished=[FinishedJob(_job(f.job, k), f.end_time * k, f.run_time * k) for f in view.finished],
     )
 
 

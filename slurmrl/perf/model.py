@@ -129,7 +129,9 @@ def check_speed_model(name: str) -> str:
     """``name`` if it is a speed model, else a one-line error listing the choices."""
     if name not in SPEED_MODELS:
         raise ConfigError(
-            f"unknown speed model '{name}'", column="speed_model", hint=f"use one of {', '.join(SPEED_MODELS)}"
+            f"unknown speed model '{name}'",
+            column="speed_model",
+            hint=f"use one of {', '.join(SPEED_MODELS)}",
         )
     return name
 
@@ -184,7 +186,9 @@ class PerformanceModel:
         # a type the table lacks counting as the reference.
         self.reference_type = _reference_type(cluster, reference_gpu)
         self._node_type = tuple(canonical_gpu(n.gpu_type) or self.reference_type for n in cluster.nodes)
-        self._cluster_types = tuple(sorted({t for t, n in zip(self._node_type, cluster.nodes, strict=True) if n.gpus and t}))
+        self._cluster_types = tuple(
+            sorted({t for t, n in zip(self._node_type, cluster.nodes, strict=True) if n.gpus and t})
+        )
         self._type_factors: dict[str, dict[str | None, float]] = {}
         # Whether a job's speed depends on its neighbours; without it a speed
         # is fixed at the start, and the simulator tracks no neighbourhoods.
@@ -413,7 +417,8 @@ class PerformanceModel:
             nodes=tuple(fp.node_gpus),
             racks=racks,
             crosses_core=crosses_core,
-            relief=sensitivity * (NODE_CONTENTION + SWITCH_CONTENTION * len(racks) + CORE_CONTENTION * crosses_core),
+            relief=sensitivity
+            * (NODE_CONTENTION + SWITCH_CONTENTION * len(racks) + CORE_CONTENTION * crosses_core),
         )
         if len(self._terms) >= _CACHE_LIMIT:
             self._terms.clear()
@@ -464,7 +469,9 @@ class PerformanceModel:
             exponent += CORE_CONTENTION * own * (core_load - own)
         if exponent <= 0.0:
             return terms.placement_factor, -FLOOR_EXPONENT
-        return terms.placement_factor * max(INTERFERENCE_FLOOR, math.exp(-exponent)), exponent - FLOOR_EXPONENT
+        return terms.placement_factor * max(
+            INTERFERENCE_FLOOR, math.exp(-exponent)
+        ), exponent - FLOOR_EXPONENT
 
     def speed(
         self,

@@ -71,9 +71,13 @@ class ScalingProfile:
         return max(1, self.max_batch // self.min_local_batch)
 
 
-def _measured(local_batch: int, min_local: int, max_batch: int, alpha_s: float, beta_s: float, source: str) -> ScalingProfile:
+def _measured(
+    local_batch: int, min_local: int, max_batch: int, alpha_s: float, beta_s: float, source: str
+) -> ScalingProfile:
     """A profile from a measured line ``step = alpha + beta * m`` (single replica)."""
-    return ScalingProfile(local_batch, min_local, max_batch, alpha_s / (alpha_s + beta_s * local_batch), source)
+    return ScalingProfile(
+        local_batch, min_local, max_batch, alpha_s / (alpha_s + beta_s * local_batch), source
+    )
 
 
 _POLLUX = "petuum/adaptdl osdi21-artifact simulator/traces"
@@ -84,25 +88,30 @@ _POLLUX = "petuum/adaptdl osdi21-artifact simulator/traces"
 # 6-node rows in scalability.csv). Per-GPU bounds are placements.csv's
 # local_bsz range (yolov3's max local batch is set to 8 in the artifact's
 # applications.py); max_batch is the largest validation-<batch>.csv.
-SCALING: MappingProxyType[str, ScalingProfile] = MappingProxyType({
-    # imagenet: step 0.147 s at 20, 0.924 s at 200 -> alpha 0.061 s, beta 4.32 ms; batches 200-800.
-    "resnet50": _measured(64, 20, 800, 0.061, 0.00432, f"{_POLLUX}/imagenet (Pollux OSDI'21)"),
-    # cifar10: 0.0428 s at 32, 0.702 s at 1024 -> alpha 0.0215 s, beta 0.665 ms; batches 256-2048.
-    "resnet18": _measured(128, 32, 2048, 0.0215, 0.000665, f"{_POLLUX}/cifar10 (Pollux OSDI'21)"),
-    # bert: 0.455 s at 4, 0.922 s at 12 -> alpha 0.222 s, beta 58.3 ms; batches 12-384.
-    "bert": _measured(12, 4, 384, 0.222, 0.0583, f"{_POLLUX}/bert (Pollux OSDI'21)"),
-    # yolov3: 0.267 s at 4, 0.573 s at 16 -> alpha 0.165 s, beta 25.5 ms; batches 8-128.
-    "yolov3": _measured(16, 4, 128, 0.165, 0.0255, f"{_POLLUX}/yolov3 (Pollux OSDI'21)"),
-    # deepspeech2: compute 0.563 s at 10, 2.557 s at 80 (6 nodes) -> alpha 0.278 s, beta 28.5 ms; batches 160-640.
-    "deepspeech2": _measured(32, 10, 640, 0.278, 0.0285, f"{_POLLUX}/deepspeech2 (Pollux OSDI'21)"),
-    # ncf: Pollux's simulator never gives NCF more than one replica (max_replicas = 1
-    # in simulator.py): its 32,768-sample batch fits one GPU and gains nothing from more.
-    "ncf": ScalingProfile(32768, 32768, 32768, 0.2, f"{_POLLUX}/ncf (Pollux OSDI'21: one replica)"),
-})
+SCALING: MappingProxyType[str, ScalingProfile] = MappingProxyType(
+    {
+        # imagenet: step 0.147 s at 20, 0.924 s at 200 -> alpha 0.061 s, beta 4.32 ms; batches 200-800.
+        "resnet50": _measured(64, 20, 800, 0.061, 0.00432, f"{_POLLUX}/imagenet (Pollux OSDI'21)"),
+        # cifar10: 0.0428 s at 32, 0.702 s at 1024 -> alpha 0.0215 s, beta 0.665 ms; batches 256-2048.
+        "resnet18": _measured(128, 32, 2048, 0.0215, 0.000665, f"{_POLLUX}/cifar10 (Pollux OSDI'21)"),
+        # bert: 0.455 s at 4, 0.922 s at 12 -> alpha 0.222 s, beta 58.3 ms; batches 12-384.
+        "bert": _measured(12, 4, 384, 0.222, 0.0583, f"{_POLLUX}/bert (Pollux OSDI'21)"),
+        # yolov3: 0.267 s at 4, 0.573 s at 16 -> alpha 0.165 s, beta 25.5 ms; batches 8-128.
+        "yolov3": _measured(16, 4, 128, 0.165, 0.0255, f"{_POLLUX}/yolov3 (Pollux OSDI'21)"),
+        # deepspeech2: compute 0.563 s at 10, 2.557 s at 80 (6 nodes) -> alpha 0.278 s, beta 28.5 ms; batches 160-640.
+        "deepspeech2": _measured(32, 10, 640, 0.278, 0.0285, f"{_POLLUX}/deepspeech2 (Pollux OSDI'21)"),
+        # ncf: Pollux's simulator never gives NCF more than one replica (max_replicas = 1
+        # in simulator.py): its 32,768-sample batch fits one GPU and gains nothing from more.
+        "ncf": ScalingProfile(32768, 32768, 32768, 0.2, f"{_POLLUX}/ncf (Pollux OSDI'21: one replica)"),
+    }
+)
 
 # The curve of every other class, and of jobs whose class is unknown.
 GENERIC_SCALING = ScalingProfile(
-    32, 8, 1024, 0.2,
+    32,
+    8,
+    1024,
+    0.2,
     "median Pollux fixed fraction; max batch 1024 from Shallue et al. JMLR'19 (low end of perfect-scaling limits)",
 )
 # A model class nobody named: the median of the 12 core zoo classes' sizes

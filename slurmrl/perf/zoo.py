@@ -69,7 +69,11 @@ def _profile(
 _ZOO: tuple[ModelProfile, ...] = (
     # ---- the 12 core classes -------------------------------------------------
     _profile(
-        "resnet50", 25.6, 175.0, "allreduce", 0.1,
+        "resnet50",
+        25.6,
+        175.0,
+        "allreduce",
+        0.1,
         # 25.6M params: He et al. CVPR'16 / torchvision. ~365 img/s fp32 on V100
         # (NVIDIA DeepLearningExamples, PyTorch ResNet-50 v1.5 README) -> batch 64 ~ 175 ms.
         # Sensitivity low, measured: Gandiva (OSDI'18, Section 3) saw no loss for
@@ -77,39 +81,63 @@ _ZOO: tuple[ModelProfile, ...] = (
         "He et al. CVPR'16; NVIDIA DeepLearningExamples ResNet-50 v1.5 (approx.)",
     ),
     _profile(
-        "resnet18", 11.2, 30.0, "allreduce", 0.6,
+        "resnet18",
+        11.2,
+        30.0,
+        "allreduce",
+        0.6,
         # CIFAR-10 variant as in Gavel's and Pollux's ResNet-18 jobs (11.2M params).
         # ~4,300 img/s fp32 on V100 at batch 128 -> ~30 ms (approx., FLOP-scaled).
         "He et al. CVPR'16 (CIFAR variant); Gavel/Pollux ResNet-18 job (approx.)",
     ),
     _profile(
-        "vgg16", 138.4, 265.0, "ps", 0.9,
+        "vgg16",
+        138.4,
+        265.0,
+        "ps",
+        0.9,
         # 138.4M params (Simonyan & Zisserman ICLR'15) = 528 MiB, matching the
         # 526.8 MB tensor total in Tiresias simulator/models.py. ~240 img/s fp32
         # V100 at batch 64 -> ~265 ms (approx., 3.8x ResNet-50 FLOPs).
         "Simonyan & Zisserman ICLR'15; SymbioticLab/Tiresias simulator/models.py (approx.)",
     ),
     _profile(
-        "bert", 110.0, 300.0, "allreduce", 0.5,
+        "bert",
+        110.0,
+        300.0,
+        "allreduce",
+        0.5,
         # BERT-base, 110M params (Devlin et al. NAACL'19); SQuAD fine-tuning as in
         # Pollux's BERT job; ~40 seq/s fp32 V100 at seq 384, batch 12 (approx.).
         "Devlin et al. NAACL'19 (BERT-base); Pollux bert job (approx.)",
     ),
     _profile(
-        "gpt2", 124.0, 900.0, "allreduce", 0.5,
+        "gpt2",
+        124.0,
+        900.0,
+        "allreduce",
+        0.5,
         # GPT-2 small, 124M params (Radford et al. 2019). 6*N*tokens FLOPs for
         # batch 8 x 1024 tokens at ~40% of V100 fp32 peak -> ~0.9 s (approx.).
         "Radford et al. 2019 (GPT-2 small, 124M); FLOP estimate (approx.)",
     ),
     _profile(
-        "transformer", 48.0, 120.0, "allreduce", 0.5,
+        "transformer",
+        48.0,
+        120.0,
+        "allreduce",
+        0.5,
         # Transformer-base-like translation model on Multi30k as in Gavel's
         # Transformer job: d_model 512, 6+6 layers, ~48M params with its vocab
         # (Vaswani et al. NeurIPS'17). Per-iteration time approx.
         "Vaswani et al. NeurIPS'17; Gavel Transformer job (approx.)",
     ),
     _profile(
-        "lstm", 50.0, 60.0, "allreduce", 1.0,
+        "lstm",
+        50.0,
+        60.0,
+        "allreduce",
+        1.0,
         # Sensitivity 1, measured: the zoo's most sensitive class. Gandiva
         # (OSDI'18, Section 3) saw two language-model jobs on one server each
         # lose 19%, the anchor of NODE_CONTENTION in slurmrl/perf/model.py.
@@ -119,32 +147,52 @@ _ZOO: tuple[ModelProfile, ...] = (
         "Gavel LM job / pytorch examples word_language_model, medium config (approx.)",
     ),
     _profile(
-        "deepspeech2", 40.0, 400.0, "allreduce", 0.6,
+        "deepspeech2",
+        40.0,
+        400.0,
+        "allreduce",
+        0.6,
         # DeepSpeech2-style recurrent speech model as in Pollux's deepspeech2 job
         # (Amodei et al. ICML'16); size and step time approx.
         "Amodei et al. ICML'16; Pollux deepspeech2 job (approx.)",
     ),
     _profile(
-        "yolov3", 61.9, 250.0, "allreduce", 0.7,
+        "yolov3",
+        61.9,
+        250.0,
+        "allreduce",
+        0.7,
         # 61.9M params (Redmon & Farhadi 2018, Darknet-53 backbone); batch 16 at
         # 416 px on V100 ~ 250 ms (approx.). Image decoding/augmentation on host.
         "Redmon & Farhadi 2018 (YOLOv3); Pollux yolov3 job (approx.)",
     ),
     _profile(
-        "ncf", 2.0, 15.0, "allreduce", 0.7,
+        "ncf",
+        2.0,
+        15.0,
+        "allreduce",
+        0.7,
         # NeuMF (He et al. WWW'17) on MovieLens-1M as in Pollux's ncf job: ~2M
         # params; tiny compute, embedding lookups are memory-bandwidth bound.
         "He et al. WWW'17 (NeuMF); Pollux ncf job (approx.)",
     ),
     _profile(
-        "cyclegan", 28.3, 180.0, "allreduce", 0.4,
+        "cyclegan",
+        28.3,
+        180.0,
+        "allreduce",
+        0.4,
         # Two ResNet-9 generators (11.4M each) + two PatchGAN discriminators
         # (2.8M each) = 28.3M (Zhu et al. ICCV'17 reference implementation);
         # batch 1 at 256 px ~ 180 ms on V100 (approx.).
         "Zhu et al. ICCV'17 (CycleGAN); Gavel CycleGAN job (approx.)",
     ),
     _profile(
-        "a3c", 1.1, 40.0, "ps", 0.9,
+        "a3c",
+        1.1,
+        40.0,
+        "ps",
+        0.9,
         # Atari A3C actor-critic with an LSTM head, ~1.1M params (Mnih et al.
         # ICML'16). Rollouts run on host CPUs, so CPU sharing hurts most.
         "Mnih et al. ICML'16 (A3C); Gavel A3C job (approx.)",
@@ -155,39 +203,75 @@ _ZOO: tuple[ModelProfile, ...] = (
     # floor for small models whose speed is memory-bound (approx.).
     _profile(
         # Batch 256 (tf_cnn_benchmarks-style AlexNet jobs use large batches).
-        "alexnet", 61.1, 100.0, "ps", 0.9,
+        "alexnet",
+        61.1,
+        100.0,
+        "ps",
+        0.9,
         "Krizhevsky et al. NeurIPS'12; torchvision (61.1M); Tiresias PS job (approx.)",
     ),
     _profile(
-        "vgg11", 132.9, 170.0, "ps", 0.9,
+        "vgg11",
+        132.9,
+        170.0,
+        "ps",
+        0.9,
         "Simonyan & Zisserman ICLR'15; torchvision (132.9M); Tiresias PS job (approx.)",
     ),
     _profile(
-        "vgg19", 143.7, 320.0, "ps", 0.9,
+        "vgg19",
+        143.7,
+        320.0,
+        "ps",
+        0.9,
         "Simonyan & Zisserman ICLR'15; torchvision (143.7M); Tiresias PS job (approx.)",
     ),
     _profile(
-        "resnet101", 44.5, 290.0, "allreduce", 0.8,
+        "resnet101",
+        44.5,
+        290.0,
+        "allreduce",
+        0.8,
         "He et al. CVPR'16; torchvision (44.5M), 7.8 GFLOPs/img (approx.)",
     ),
     _profile(
-        "resnet152", 60.2, 410.0, "allreduce", 0.8,
+        "resnet152",
+        60.2,
+        410.0,
+        "allreduce",
+        0.8,
         "He et al. CVPR'16; torchvision (60.2M), 11.5 GFLOPs/img (approx.)",
     ),
     _profile(
-        "inception3", 27.2, 255.0, "allreduce", 0.8,
+        "inception3",
+        27.2,
+        255.0,
+        "allreduce",
+        0.8,
         "Szegedy et al. CVPR'16; torchvision inception_v3 (27.2M), 299 px (approx.)",
     ),
     _profile(
-        "inception4", 42.7, 530.0, "allreduce", 0.8,
+        "inception4",
+        42.7,
+        530.0,
+        "allreduce",
+        0.8,
         "Szegedy et al. AAAI'17 (Inception-v4, 42.7M), 12.3 GFLOPs/img (approx.)",
     ),
     _profile(
-        "googlenet", 6.6, 70.0, "allreduce", 0.7,
+        "googlenet",
+        6.6,
+        70.0,
+        "allreduce",
+        0.7,
         "Szegedy et al. CVPR'15; torchvision (6.6M), memory-bound floor (approx.)",
     ),
     _profile(
-        "mobilenet_v2", 3.5, 70.0, "allreduce", 0.7,
+        "mobilenet_v2",
+        3.5,
+        70.0,
+        "allreduce",
+        0.7,
         "Sandler et al. CVPR'18; torchvision (3.5M), memory-bound floor (approx.)",
     ),
 )

@@ -5,7 +5,17 @@ from slurmrl.policy.registry import make_placement, make_policy, placement_names
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView, Start
 
 __all__ = [
-    "ClusterView", "Decisions", "FinishedJob", "JobView", "OrderedScheduler", "Ordering",
-    "PlacementPolicy", "Policy", "Start", "make_placement", "make_policy", "placement_names",
+    "ClusterView",
+    "Decisions",
+    "FinishedJob",
+    "JobView",
+    "OrderedScheduler",
+    "Ordering",
+    "PlacementPolicy",
+    "Policy",
+    "Start",
+    "make_placement",
+    "make_policy",
+    "placement_names",
     "policy_names",
 ]

@@ -168,7 +168,9 @@ class EasyBackfill(OrderedScheduler):
         scratch = pool.copy()
         # Every group before the first one worth a try, released at once.
         scratch.release_mask(grid < first)
-        return self._scan(view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements)
+        return self._scan(
+            view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements
+        )
 
     def _scan(
         self,

@@ -327,7 +327,9 @@ class SlurmBackfill(EasyBackfill):
             lo, size = hi, size * 4
         return None
 
-    def _place_on(self, view: ClusterView, pool: GpuPool, job: JobView, avail: np.ndarray) -> Placement | None:
+    def _place_on(
+        self, view: ClusterView, pool: GpuPool, job: JobView, avail: np.ndarray
+    ) -> Placement | None:
         """The placement's choice among the GPUs ``avail`` marks."""
         if np.array_equal(avail, pool.free):
             return self.placement.place(job, pool, view)
@@ -371,7 +373,10 @@ class _Queue:
             if row is None or row[0] is not j or j.spread_at <= self._now:
                 k = j.max_nodes(self._now)
                 span = self._nodes if k is None or k > self._nodes else k
-                row = self._cache[j.job_id] = (j, (j.gpus, span, limit_of(j), bool(j.gpu_type) or j.allowed_nodes is not None))
+                row = self._cache[j.job_id] = (
+                    j,
+                    (j.gpus, span, limit_of(j), bool(j.gpu_type) or j.allowed_nodes is not None),
+                )
             rows.append(row[1])
         self.jobs.extend(jobs)
         self._rows = np.concatenate([self._rows, np.array(rows, dtype=float).reshape(-1, 4)])

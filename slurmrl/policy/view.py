@@ -58,9 +58,22 @@ class JobView:
         much, once per job start in a replay.
         """
         return JobView(
-            self.job_id, self.gpus, self.submit_time, self.user, self.group, self.time_limit, self.name,
-            self.model, self.num_nodes, self.gpu_type, start_time, placement, self.attained_service,
-            self.preemptions, self.spread_at, gpu_range=self.gpu_range,
+            self.job_id,
+            self.gpus,
+            self.submit_time,
+            self.user,
+            self.group,
+            self.time_limit,
+            self.name,
+            self.model,
+            self.num_nodes,
+            self.gpu_type,
+            start_time,
+            placement,
+            self.attained_service,
+            self.preemptions,
+            self.spread_at,
+            gpu_range=self.gpu_range,
         )
 
     def accepts_gpus(self, count: int) -> bool:

@@ -66,8 +66,11 @@ def daemon_config_text(setup: DaemonSetup, folder: Path, speedup: float, slurm_c
         if setup.placement:
             keys["placement"] = setup.placement
     keys.update(
-        state_file=str(folder / "state.json"), audit_log=str(folder / "audit.jsonl"),
-        metrics_port=0, dry_run=False, time_scale=speedup,
+        state_file=str(folder / "state.json"),
+        audit_log=str(folder / "audit.jsonl"),
+        metrics_port=0,
+        dry_run=False,
+        time_scale=speedup,
     )
     slurm = dict(keys.pop("slurm", {}) or {})
     slurm["conf"] = slurm_conf
@@ -96,14 +99,22 @@ class DaemonProcess:
         load_config(str(self.config_path))
 
     def start(self) -> None:
-        argv = [sys.executable, "-c", "from slurmrl.cli import run; run()", "daemon", "--config", str(self.config_path)]
+        argv = [
+            sys.executable,
+            "-c",
+            "from slurmrl.cli import run; run()",
+            "daemon",
+            "--config",
+            str(self.config_path),
+        ]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise SlurmrlError(f"the daemon exited with status {self.proc.returncode} at start",
-                                   file=str(self.log_path))
+                raise SlurmrlError(
+                    f"the daemon exited with status {self.proc.returncode} at start", file=str(self.log_path)
+                )
             if self._cycles() > 0:
                 return
             time.sleep(0.2)
@@ -137,7 +148,8 @@ class DaemonProcess:
                 self.proc.wait()
                 raise SlurmrlError(
                     f"the daemon did not exit within {STOP_TIMEOUT:g} s of SIGTERM; run "
-                    f"`slurmrl daemon revert --config {self.config_path}`", file=str(self.log_path),
+                    f"`slurmrl daemon revert --config {self.config_path}`",
+                    file=str(self.log_path),
                 ) from None
         return int(self.proc.returncode or 0)
 

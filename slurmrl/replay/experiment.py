@@ -72,9 +72,13 @@ def policy_label(setup: DaemonSetup | None) -> tuple[str, str]:
 
 def make_plan(request: ReplayRequest) -> ReplayPlan:
     """What ``request`` submits; the same plan every time for the same request and user."""
-    return plan_replay(request.workload.trace, speedup=request.speedup,
-                       gpus_per_node=request.workload.cluster.max_gpus_per_node,
-                       floor=request.floor, submit_user=getpass.getuser())
+    return plan_replay(
+        request.workload.trace,
+        speedup=request.speedup,
+        gpus_per_node=request.workload.cluster.max_gpus_per_node,
+        floor=request.floor,
+        submit_user=getpass.getuser(),
+    )
 
 
 def run_twin(request: ReplayRequest, plan: ReplayPlan) -> RunOutput:
@@ -85,8 +89,12 @@ def run_twin(request: ReplayRequest, plan: ReplayPlan) -> RunOutput:
     settings = SimSettings(speed_model="none")
     extra = {"source": "simulator", "speedup": plan.speedup}
     if request.setup is None:
-        out = run_policy(workload, stock_policy(request.slurm_conf, plan.speedup),
-                         placement=STOCK_TWIN_PLACEMENT, settings=settings)
+        out = run_policy(
+            workload,
+            stock_policy(request.slurm_conf, plan.speedup),
+            placement=STOCK_TWIN_PLACEMENT,
+            settings=settings,
+        )
         return replace(out, meta={**out.meta, "policy": STOCK, **extra})
     policy, placement = policy_label(request.setup)
     out = run_policy(workload, policy, placement=placement, settings=settings)
@@ -103,8 +111,9 @@ def stock_policy(slurm_conf: str, speedup: float) -> Policy:
     return make_slurm(make_placement(STOCK_TWIN_PLACEMENT), settings=settings)
 
 
-def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, twin: RunOutput,
-                version: str, wall: float) -> RunOutput:
+def live_output(
+    request: ReplayRequest, plan: ReplayPlan, state: ReplayState, twin: RunOutput, version: str, wall: float
+) -> RunOutput:
     """The live run's records and summary; its meta is the twin's (same workload, cluster and
     settings, so the two pair up) with what only the live run knows."""
     from slurmrl.sim.metrics import summarize
@@ -113,8 +122,10 @@ def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, tw
     by_trace = {}
     for job in plan.jobs:
         seen = state.seen.get(state.ids.get(job.trace_id, ""))
-        by_trace[job.trace_id] = (job_record(plan, job, seen, state.origin, cluster),
-                                  placement_of(seen, cluster) if seen is not None else None)
+        by_trace[job.trace_id] = (
+            job_record(plan, job, seen, state.origin, cluster),
+            placement_of(seen, cluster) if seen is not None else None,
+        )
     ordered = [by_trace[j.job_id] for j in request.workload.trace.jobs]
     records = [r for r, _ in ordered]
     samples = samples_of(records, [p for _, p in ordered], cluster)
@@ -122,14 +133,25 @@ def live_output(request: ReplayRequest, plan: ReplayPlan, state: ReplayState, tw
     policy, placement = policy_label(request.setup)
     meta = {k: v for k, v in twin.meta.items() if k != "decisions"}
     meta.update(
-        policy=policy, placement=placement, deployable=True, source="slurm", slurm_version=version,
-        daemon=request.setup is not None, floor=plan.floor, late_submit_s=round(state.late, 3),
+        policy=policy,
+        placement=placement,
+        deployable=True,
+        source="slurm",
+        slurm_version=version,
+        daemon=request.setup is not None,
+        floor=plan.floor,
+        late_submit_s=round(state.late, 3),
     )
     return RunOutput(summary, tuple(records), tuple(samples), meta)
 
 
-def replay(request: ReplayRequest, *, say: Callable[[str], None] = print,
-           progress: Callable[[int], None] | None = None, twin_out: Path | None = None) -> ReplayResult:
+def replay(
+    request: ReplayRequest,
+    *,
+    say: Callable[[str], None] = print,
+    progress: Callable[[int], None] | None = None,
+    twin_out: Path | None = None,
+) -> ReplayResult:
     """Run the replay, write its results (and the twin's, when asked) and return both."""
     from slurmrl.slurm.cli_backend import CliBackend
 
@@ -146,8 +168,15 @@ def replay(request: ReplayRequest, *, say: Callable[[str], None] = print,
         daemon.check()
     clear_leftovers(jobs, say)
     t0 = time.monotonic()
-    state = Replay(plan, jobs, request.out, daemon=daemon, partition=request.partition,
-                   poll=request.poll, progress=progress).run()
+    state = Replay(
+        plan,
+        jobs,
+        request.out,
+        daemon=daemon,
+        partition=request.partition,
+        poll=request.poll,
+        progress=progress,
+    ).run()
     wall = time.monotonic() - t0
     twin = run_twin(request, plan)
     live = live_output(request, plan, state, twin, version, wall)

@@ -88,9 +88,15 @@ def plan_replay(
         minutes = math.ceil(max(limit or 0.0, sleep) / 60.0) if limit is not None else 0
         jobs.append(
             ReplayJob(
-                trace_id=j.job_id, submit_at=j.submit_time / speedup, sleep=sleep, gpus=j.num_gpus,
-                nodes=node_count(j, gpus_per_node), minutes=minutes, account=safe_name(j.vc or "default"),
-                user=j.user, name=NAME_PREFIX + safe_name(j.job_id),
+                trace_id=j.job_id,
+                submit_at=j.submit_time / speedup,
+                sleep=sleep,
+                gpus=j.num_gpus,
+                nodes=node_count(j, gpus_per_node),
+                minutes=minutes,
+                account=safe_name(j.vc or "default"),
+                user=j.user,
+                name=NAME_PREFIX + safe_name(j.job_id),
             )
         )
     jobs.sort(key=lambda r: (r.submit_at, r.trace_id))

@@ -19,7 +19,19 @@ from slurmrl.replay.plan import ReplayJob, ReplayPlan
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.slurm.snapshot import SlurmJob
 
-ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE", "BOOT_FAIL"})
+ENDED = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "DEADLINE",
+        "BOOT_FAIL",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +75,9 @@ def placement_of(seen: Observed, cluster: Cluster) -> Placement | None:
     return Placement.of(allocs) if allocs else None
 
 
-def job_record(plan: ReplayPlan, job: ReplayJob, seen: Observed | None, origin: float, cluster: Cluster) -> JobRecord:
+def job_record(
+    plan: ReplayPlan, job: ReplayJob, seen: Observed | None, origin: float, cluster: Cluster
+) -> JobRecord:
     """The record of one job in trace seconds; never-started jobs get NaN times."""
     k = plan.speedup
     nan = math.nan
@@ -75,20 +89,54 @@ def job_record(plan: ReplayPlan, job: ReplayJob, seen: Observed | None, origin: 
     limit = job.minutes * 60.0 * k if job.minutes else nan
     user = plan.submit_user or job.user
     if seen is None:
-        return JobRecord(job.trace_id, user, job.account, "", job.gpus, job.submit_at * k, nan, nan,
-                         duration, 0.0, 0, 0, 0, -1, limit, False, duration)
+        return JobRecord(
+            job.trace_id,
+            user,
+            job.account,
+            "",
+            job.gpus,
+            job.submit_at * k,
+            nan,
+            nan,
+            duration,
+            0.0,
+            0,
+            0,
+            0,
+            -1,
+            limit,
+            False,
+            duration,
+        )
     start, end = trace_time(seen.start), trace_time(seen.end) if seen.state == "COMPLETED" else nan
     placement = placement_of(seen, cluster)
     racks = len({cluster.nodes[cluster.node_index[n]].rack for n in seen.nodes if n in cluster.node_index})
     worst = int(cluster.worst_link(placement)) if placement is not None else -1
     run_time = (seen.end - seen.start) * k if seen.end is not None and seen.start is not None else 0.0
     return JobRecord(
-        job.trace_id, user, job.account, "", job.gpus, trace_time(seen.submit), start, end, duration,
-        run_time, seen.restarts, len(seen.nodes), racks, worst, limit, seen.state == "TIMEOUT", duration,
+        job.trace_id,
+        user,
+        job.account,
+        "",
+        job.gpus,
+        trace_time(seen.submit),
+        start,
+        end,
+        duration,
+        run_time,
+        seen.restarts,
+        len(seen.nodes),
+        racks,
+        worst,
+        limit,
+        seen.state == "TIMEOUT",
+        duration,
     )
 
 
-def samples_of(records: Sequence[JobRecord], placements: Iterable[Placement | None], cluster: Cluster) -> list[Sample]:
+def samples_of(
+    records: Sequence[JobRecord], placements: Iterable[Placement | None], cluster: Cluster
+) -> list[Sample]:
     """The cluster over time, rebuilt from the jobs' submit, start and end times."""
     events: list[tuple[float, int, int]] = []  # (time, kind: 0 end, 1 submit, 2 start, job number)
     for i, r in enumerate(records):

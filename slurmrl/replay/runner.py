@@ -66,16 +66,27 @@ def clear_leftovers(jobs: SlurmJobs, say: Callable[[str], None]) -> None:
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while jobs.leftovers():
         if time.monotonic() > deadline:
-            raise SlurmrlError(f"jobs of an earlier replay are still live after {SETTLE_TIMEOUT:g} s",
-                               hint="check `squeue` and cancel them by hand")
+            raise SlurmrlError(
+                f"jobs of an earlier replay are still live after {SETTLE_TIMEOUT:g} s",
+                hint="check `squeue` and cancel them by hand",
+            )
         time.sleep(0.5)
 
 
 class Replay:
     """One replay of ``plan`` against the controller behind ``jobs``."""
 
-    def __init__(self, plan: ReplayPlan, jobs: SlurmJobs, out: Path, *, daemon: DaemonProcess | None = None,
-                 partition: str = "", poll: float = 0.5, progress: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan: ReplayPlan,
+        jobs: SlurmJobs,
+        out: Path,
+        *,
+        daemon: DaemonProcess | None = None,
+        partition: str = "",
+        poll: float = 0.5,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.plan, self.jobs, self.out = plan, jobs, out
         self.daemon, self.partition, self.poll = daemon, partition, poll
         self.progress = progress
@@ -98,7 +109,9 @@ class Replay:
                 self._abort()
                 raise Interrupted(
                     f"replay stopped by signal {self.flags.stop}; cancelled the "
-                    f"{len(self.state.ids)} job(s) it had submitted", hint="rerun to start over")
+                    f"{len(self.state.ids)} job(s) it had submitted",
+                    hint="rerun to start over",
+                )
             self._stop_daemon()
         finally:
             for s, h in previous.items():
@@ -173,7 +186,8 @@ class Replay:
         if status != 0 or left:
             raise SlurmrlError(
                 f"the daemon exited with status {status} and {left} job(s) still in its record",
-                file=str(self.daemon.log_path), hint=f"run `slurmrl daemon revert --config {self.daemon.config_path}`",
+                file=str(self.daemon.log_path),
+                hint=f"run `slurmrl daemon revert --config {self.daemon.config_path}`",
             )
 
     def _abort(self) -> None:

@@ -27,8 +27,14 @@ class SlurmJobs:
 
     def sbatch_argv(self, job: ReplayJob, partition: str = "") -> list[str]:
         argv = [
-            "sbatch", "--parsable", f"--job-name={job.name}", f"--account={job.account}",
-            f"--nodes={job.nodes}", f"--gpus={job.gpus}", "--output=/dev/null", "--error=/dev/null",
+            "sbatch",
+            "--parsable",
+            f"--job-name={job.name}",
+            f"--account={job.account}",
+            f"--nodes={job.nodes}",
+            f"--gpus={job.gpus}",
+            "--output=/dev/null",
+            "--error=/dev/null",
         ]
         if job.minutes:
             argv.append(f"--time={job.minutes}")
@@ -55,8 +61,18 @@ class SlurmJobs:
         if not job_ids:
             return ()
         text = call(
-            ["sacct", "-n", "-X", "-P", "-j", ",".join(job_ids), "-o", "JobID,State,Submit,Start,End,NodeList"],
-            timeout=self.timeout, env=self.env,
+            [
+                "sacct",
+                "-n",
+                "-X",
+                "-P",
+                "-j",
+                ",".join(job_ids),
+                "-o",
+                "JobID,State,Submit,Start,End,NodeList",
+            ],
+            timeout=self.timeout,
+            env=self.env,
         ).stdout
         out = []
         for line in text.splitlines():
@@ -65,17 +81,24 @@ class SlurmJobs:
                 continue
             job_id, state, submit, start, end, nodes = parts
             base = state.split()[0].upper() if state.split() else ""
-            out.append(SlurmJob(
-                job_id, state=base, submit_time=parse_timestamp(submit) or 0.0, start_time=parse_timestamp(start),
-                end_time=parse_timestamp(end), nodes=parse_hosts(nodes),
-            ))
+            out.append(
+                SlurmJob(
+                    job_id,
+                    state=base,
+                    submit_time=parse_timestamp(submit) or 0.0,
+                    start_time=parse_timestamp(start),
+                    end_time=parse_timestamp(end),
+                    nodes=parse_hosts(nodes),
+                )
+            )
         return tuple(out)
 
     def leftovers(self) -> tuple[str, ...]:
         """Ids of live (pending or running) jobs named as a replay's, from any earlier run."""
         text = call(
             ["squeue", "-h", "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED", "-o", "%i|%j"],
-            timeout=self.timeout, env=self.env,
+            timeout=self.timeout,
+            env=self.env,
         ).stdout
         ids = []
         for line in text.splitlines():

@@ -55,11 +55,43 @@ def _title(text: str, default: str) -> str:
 
 
 # What a card may contain after rendering; everything else is removed.
-ALLOWED_TAGS = frozenset({
-    "h1", "h2", "h3", "h4", "h5", "h6", "p", "br", "hr", "blockquote",
-    "ul", "ol", "li", "dl", "dt", "dd", "pre", "code", "strong", "em", "b", "i", "del", "sub", "sup",
-    "table", "thead", "tbody", "tr", "th", "td", "a", "abbr",
-})
+ALLOWED_TAGS = frozenset(
+    {
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "p",
+        "br",
+        "hr",
+        "blockquote",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
+        "pre",
+        "code",
+        "strong",
+        "em",
+        "b",
+        "i",
+        "del",
+        "sub",
+        "sup",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "a",
+        "abbr",
+    }
+)
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "abbr": {"title"},

@@ -111,11 +111,14 @@ def read_config(directory: Path, fmt: str, version: int, family: str) -> dict[st
         ) from None
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else None
-        raise PolicyError(f"{cfg_path} is not a {family} checkpoint config (format={found!r})", file=str(cfg_path))
+        raise PolicyError(
+            f"{cfg_path} is not a {family} checkpoint config (format={found!r})", file=str(cfg_path)
+        )
     if raw.get("version") != version:
         raise PolicyError(
             f"{cfg_path} has checkpoint version {raw.get('version')}; this slurmrl reads version {version}",
-            file=str(cfg_path), hint="retrain or upgrade slurmrl",
+            file=str(cfg_path),
+            hint="retrain or upgrade slurmrl",
         )
     return raw
 
@@ -139,7 +142,8 @@ def read_weights(directory: Path, expected: Mapping[str, tuple[int, ...]]) -> di
     ]
     if problems:
         raise PolicyError(
-            f"cannot load weights {weights}: {'; '.join(problems)}", file=str(weights),
+            f"cannot load weights {weights}: {'; '.join(problems)}",
+            file=str(weights),
             hint="the weights do not match config.json; re-export the checkpoint",
         )
     return state

@@ -97,7 +97,9 @@ def _warm_policy(name: str) -> Policy:
     from slurmrl.policy.registry import make_policy, policy_entry
 
     if not policy_entry(name).deployable:
-        raise ConfigError(f"warm_policy '{name}' reads true durations; the warm start needs a deployable policy")
+        raise ConfigError(
+            f"warm_policy '{name}' reads true durations; the warm start needs a deployable policy"
+        )
     return make_policy(name, "topology")
 
 
@@ -191,7 +193,13 @@ class SchedEnv(gym.Env):
         self._ptr = max(len(self.sim.samples) - 1, 0)
         self._advance()
         self._reward()  # the time before the first decision is nobody's doing
-        info = {"start": start, "jobs": n, "compression": factor, "warm_jobs": warm, "handover": self._handover}
+        info = {
+            "start": start,
+            "jobs": n,
+            "compression": factor,
+            "warm_jobs": warm,
+            "handover": self._handover,
+        }
         return self._obs_dict(), info
 
     def _warm_up(self) -> ClusterView | None:

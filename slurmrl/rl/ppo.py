@@ -387,8 +387,13 @@ class UpdateTally:
     kls: list[float] = field(default_factory=list)
 
     def step(
-        self, net: nn.Module, opt: torch.optim.Optimizer, losses: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-        cfg: LossWeights, approx_kl: torch.Tensor, clip_fraction: torch.Tensor,
+        self,
+        net: nn.Module,
+        opt: torch.optim.Optimizer,
+        losses: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        cfg: LossWeights,
+        approx_kl: torch.Tensor,
+        clip_fraction: torch.Tensor,
     ) -> None:
         """One gradient step on ``pg + vf_coef * value - ent_coef * entropy``, its figures recorded."""
         pg, vl, ent = losses
@@ -676,5 +681,7 @@ def _save(
     }
     save_checkpoint(out, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, extra=extra)
     tmp = out / (STATE + ".tmp")
-    torch.save({"optimizer": opt.state_dict(), "update": update, "steps": steps, "wall": wall, "cpu": cpu}, tmp)
+    torch.save(
+        {"optimizer": opt.state_dict(), "update": update, "steps": steps, "wall": wall, "cpu": cpu}, tmp
+    )
     tmp.replace(out / STATE)

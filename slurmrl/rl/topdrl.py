@@ -86,7 +86,9 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
         net_cfg = NetConfig(**raw["net"])
         obs = ObsConfig.from_dict(raw["obs"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)) from None
+        raise PolicyError(
+            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+        ) from None
     if net_cfg.job_features != obs.job_features:
         raise PolicyError(
             f"net.job_features={net_cfg.job_features} does not match the observation "

@@ -79,7 +79,11 @@ def _philly_week(week: int, role: str) -> Scenario:
     return Scenario(
         f"philly-512-week{week}",
         f"Philly week {week} of the shared window on 512 V100 GPUs, contended by size ({what})",
-        PHILLY, RL_CLUSTER, (week - 1) * WEEK, week * WEEK, role=role,
+        PHILLY,
+        RL_CLUSTER,
+        (week - 1) * WEEK,
+        week * WEEK,
+        role=role,
     )
 
 
@@ -90,11 +94,16 @@ CHRONUS_MIX1 = "benchmarks/chronus/trace_job_Philly_MIX1.csv.gz"
 
 
 def _chronus_vc(vc: str, cluster: str, role: str) -> Scenario:
-    what = "meta-rl adaptation" if role == "train" else "meta-rl evaluation, unseen in training and adaptation"
+    what = (
+        "meta-rl adaptation" if role == "train" else "meta-rl evaluation, unseen in training and adaptation"
+    )
     return Scenario(
         f"chronus-mix1-{vc}",
         f"Chronus MIX1 jobs of Philly VC {vc} (model classes recorded, time unit as the trace's) on {cluster} ({what})",
-        CHRONUS_MIX1, cluster, vcs=(vc,), role=role,
+        CHRONUS_MIX1,
+        cluster,
+        vcs=(vc,),
+        role=role,
     )
 
 
@@ -103,7 +112,9 @@ def _gavel_vc(vc: str, cluster: str, role: str) -> Scenario:
     return Scenario(
         f"gavel-msr-{vc}",
         f"Gavel msr trace of Philly VC {vc} (model classes recorded) on {cluster} ({what})",
-        GAVEL_MSR.format(vc=vc), cluster, role=role,
+        GAVEL_MSR.format(vc=vc),
+        cluster,
+        role=role,
     )
 
 
@@ -122,32 +133,38 @@ _LIST = [
     Scenario(
         "philly-sample",
         "embedded first Philly week (11,386 jobs) on 640 V100 GPUs sized to it",
-        "embedded:philly-sample", SIZED,
+        "embedded:philly-sample",
+        SIZED,
     ),
     Scenario(
         "philly-sample-512",
         "embedded first Philly week on 512 V100 GPUs: the same timeline, contended by size",
-        "embedded:philly-sample", "8x8x8:v100",
+        "embedded:philly-sample",
+        "8x8x8:v100",
     ),
     Scenario(
         "philly-sample-448",
         "embedded first Philly week on 448 V100 GPUs: the same timeline, more contended",
-        "embedded:philly-sample", "7x8x8:v100",
+        "embedded:philly-sample",
+        "7x8x8:v100",
     ),
     Scenario(
         "philly-4w",
         "the 4 shared Philly weeks (46,070 jobs) on 640 V100 GPUs sized to them",
-        PHILLY, SIZED,
+        PHILLY,
+        SIZED,
     ),
     Scenario(
         "philly-4w-512",
         "the 4 shared Philly weeks on 512 V100 GPUs: contended by size",
-        PHILLY, "8x8x8:v100",
+        PHILLY,
+        "8x8x8:v100",
     ),
     Scenario(
         "philly-hetero",
         "the 4 shared Philly weeks on 640 GPUs of V100/P100/K80 nodes, durations read as P40 times",
-        PHILLY, "data:hetero-640.toml",
+        PHILLY,
+        "data:hetero-640.toml",
         # Philly's durations were run mostly on its 8-GPU, 24 GB machines
         # (231 of 552 machines, 1,848 of its 2,490 GPUs in the shared machine
         # list), P40-class boards: read them as P40 times, so the V100 nodes
@@ -161,12 +178,16 @@ _LIST = [
     Scenario(
         "philly-vc-ee9e8c",
         "Philly VC ee9e8c (500 jobs, 4 weeks) on its quota of 64 nodes",
-        PHILLY, "8x8x8:v100", vcs=("ee9e8c",),
+        PHILLY,
+        "8x8x8:v100",
+        vcs=("ee9e8c",),
     ),
     Scenario(
         "philly-vc-2869ce",
         "Philly VC 2869ce (160 jobs, 4 weeks) on its quota of 16 nodes",
-        PHILLY, "2x8x8:v100", vcs=("2869ce",),
+        PHILLY,
+        "2x8x8:v100",
+        vcs=("2869ce",),
     ),
     _philly_week(1, "train"),
     _philly_week(2, "train"),
@@ -194,7 +215,9 @@ _LIST = [
     Scenario(
         "alibaba-openb",
         "Alibaba 2023 openb GPU pods of the busy last 35 days on 32 T4 GPUs",
-        OPENB, OPENB_CLUSTER, OPENB_START,
+        OPENB,
+        OPENB_CLUSTER,
+        OPENB_START,
     ),
 ]
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST}

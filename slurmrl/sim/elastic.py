@@ -55,7 +55,9 @@ class ElasticRule:
         digest = hashlib.blake2b(f"elastic\x1f{seed}\x1f{job_id}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") / 2.0**64 < self.fraction
 
-    def gpu_range(self, job_id: str, gpus: int, seed: int, *, useful: int, total: int) -> tuple[int, int] | None:
+    def gpu_range(
+        self, job_id: str, gpus: int, seed: int, *, useful: int, total: int
+    ) -> tuple[int, int] | None:
         """The (min, max) GPU counts of this job, or None when it stays rigid.
 
         ``useful``: the most GPUs its model class can use; ``total``: the

@@ -155,7 +155,9 @@ def prepare(
     label = trace or DEFAULT_TRACE
     if scenario is not None:
         if trace is not None or cluster is not None:
-            raise SlurmrlError("--scenario fixes the trace and the cluster; drop --trace/--cluster or --scenario")
+            raise SlurmrlError(
+                "--scenario fixes the trace and the cluster; drop --trace/--cluster or --scenario"
+            )
         sc = get_scenario(scenario)
         trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
         start = sc.start if start is None else start

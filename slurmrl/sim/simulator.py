@@ -107,9 +107,26 @@ class _Run:
     """Mutable state of one job from arrival to its end."""
 
     __slots__ = (
-        "job", "view", "model", "remaining", "speed", "last", "version", "placement",
-        "first_start", "first_placement", "run_time", "started_at", "preemptions", "end", "killed",
-        "kill_at", "ends_at", "due", "load", "slack",
+        "job",
+        "view",
+        "model",
+        "remaining",
+        "speed",
+        "last",
+        "version",
+        "placement",
+        "first_start",
+        "first_placement",
+        "run_time",
+        "started_at",
+        "preemptions",
+        "end",
+        "killed",
+        "kill_at",
+        "ends_at",
+        "due",
+        "load",
+        "slack",
     )
 
     def __init__(self, job: TraceJob, view: JobView, model: str) -> None:
@@ -183,7 +200,11 @@ class Simulator:
         self.scaling = ScalingModel(self.perf)
         locality = config.locality
         for job in trace.jobs:
-            model = canonical_model(job.model, job.job_id, config.seed) if job.model else model_for(job.job_id, config.seed)
+            model = (
+                canonical_model(job.model, job.job_id, config.seed)
+                if job.model
+                else model_for(job.job_id, config.seed)
+            )
             nodes, spread_after = locality.request(job.num_gpus, job.num_nodes, cluster)
             gpu_range = self._gpu_range(job, model) if config.elastic.on else None
             view = JobView(
@@ -209,8 +230,11 @@ class Simulator:
     def _gpu_range(self, job: TraceJob, model: str) -> tuple[int, int] | None:
         """The job's elastic range under the configured rule (None: rigid)."""
         return self.config.elastic.gpu_range(
-            job.job_id, job.num_gpus, self.config.seed,
-            useful=self.scaling.useful_gpus(model), total=self.cluster.total_gpus,
+            job.job_id,
+            job.num_gpus,
+            self.config.seed,
+            useful=self.scaling.useful_gpus(model),
+            total=self.cluster.total_gpus,
         )
 
     # -- the backend surface: views out, decisions in ---------------------
@@ -262,7 +286,9 @@ class Simulator:
                     f"policy gave job {start.job_id} {start.placement.num_gpus} GPUs; it asked for {asked}"
                 )
             if not self.pool.is_free(start.placement):
-                raise PolicyError(f"policy placed job {start.job_id} on GPUs that are not free: {start.placement}")
+                raise PolicyError(
+                    f"policy placed job {start.job_id} on GPUs that are not free: {start.placement}"
+                )
             self._start(start.job_id, start.placement, now)
         if decisions.wake_at is not None and decisions.wake_at > now:
             if self._wake_pending is None or decisions.wake_at < self._wake_pending:
@@ -350,7 +376,10 @@ class Simulator:
 
     def _sample(self, t: float) -> None:
         sample = Sample(
-            t, self.cluster.total_gpus - self.pool.total_free, len(self.pending), len(self.running),
+            t,
+            self.cluster.total_gpus - self.pool.total_free,
+            len(self.pending),
+            len(self.running),
             self.pool.fragmentation(),
         )
         if self.samples and self.samples[-1].time == t:
@@ -452,7 +481,9 @@ class Simulator:
     def _add_load(self, job_id: str, run: _Run, placement: Placement) -> None:
         terms = self.perf.job_terms(run.model, placement)
         if placement.num_gpus != run.job.num_gpus:
-            terms = replace(terms, placement_factor=terms.placement_factor * self._count_factor(run, placement))
+            terms = replace(
+                terms, placement_factor=terms.placement_factor * self._count_factor(run, placement)
+            )
         run.load = terms
         sens, nodes, racks, core = terms.sensitivity, terms.nodes, terms.racks, terms.crosses_core
         for node in nodes:

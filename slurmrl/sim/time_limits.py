@@ -40,8 +40,17 @@ from slurmrl.traces.schema import Trace, TraceJob
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 # Values users pick (the modal requests of the PWA logs, cf. JSSPP 2005 above).
 ROUND_VALUES: tuple[float, ...] = (
-    15 * MINUTE, 30 * MINUTE, 1 * HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 12 * HOUR,
-    1 * DAY, 2 * DAY, 3 * DAY, 7 * DAY,
+    15 * MINUTE,
+    30 * MINUTE,
+    1 * HOUR,
+    2 * HOUR,
+    4 * HOUR,
+    8 * HOUR,
+    12 * HOUR,
+    1 * DAY,
+    2 * DAY,
+    3 * DAY,
+    7 * DAY,
 )
 MAX_LIMIT = ROUND_VALUES[-1]
 MEDIAN_FACTOR = 3.0  # median over-estimate (our fit to the 2-10x range, TPDS 2007)

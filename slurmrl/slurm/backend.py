@@ -123,8 +123,12 @@ def cluster_from_nodes(nodes: Sequence[SlurmNode], name: str = "slurm") -> Clust
     """A one-rack cluster from live node records, for when no slurm.conf is readable."""
     specs = [
         NodeSpec(
-            name=n.name, gpus=n.gpu_count, gpu_type=n.gpu_type or "gpu",
-            islands=default_islands(n.gpu_type or "gpu", n.gpu_count), cpus=n.cpus, memory_mb=n.memory_mb,
+            name=n.name,
+            gpus=n.gpu_count,
+            gpu_type=n.gpu_type or "gpu",
+            islands=default_islands(n.gpu_type or "gpu", n.gpu_count),
+            cpus=n.cpus,
+            memory_mb=n.memory_mb,
         )
         for n in nodes
     ]

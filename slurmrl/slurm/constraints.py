@@ -92,7 +92,10 @@ def node_facts(nodes: tuple[SlurmNode, ...], cluster: Cluster, busy: frozenset[s
             continue
         out.append(
             NodeFacts(
-                index=i, name=n.name, partitions=frozenset(n.partitions), features=n.features,
+                index=i,
+                name=n.name,
+                partitions=frozenset(n.partitions),
+                features=n.features,
                 free_cpus=n.cpus - n.cpus_alloc if n.cpus else None,
                 free_memory_mb=n.memory_mb - n.memory_alloc_mb if n.memory_mb else None,
                 idle=not (n.name in busy or n.cpus_alloc or n.used_count or n.states & BUSY_STATES),
@@ -118,8 +121,12 @@ class AllowedNodes:
     def of(self, job: SlurmJob) -> frozenset[int] | None:
         """Node indices ``job`` may use now; None = any node of the cluster."""
         key = (
-            job.partitions, job.excluded_nodes, job.constraint, job.cpus_per_node,
-            job.memory_per_node_mb, job.exclusive,
+            job.partitions,
+            job.excluded_nodes,
+            job.constraint,
+            job.cpus_per_node,
+            job.memory_per_node_mb,
+            job.exclusive,
         )
         if key in self._memo:
             return self._memo[key]
@@ -148,7 +155,11 @@ class AllowedNodes:
                 continue
             if job.cpus_per_node and f.free_cpus is not None and f.free_cpus < job.cpus_per_node:
                 continue
-            if job.memory_per_node_mb and f.free_memory_mb is not None and f.free_memory_mb < job.memory_per_node_mb:
+            if (
+                job.memory_per_node_mb
+                and f.free_memory_mb is not None
+                and f.free_memory_mb < job.memory_per_node_mb
+            ):
                 continue
             if job.exclusive and not f.idle:
                 continue
@@ -158,7 +169,9 @@ class AllowedNodes:
         return frozenset(ok)
 
 
-def allowed_nodes_for(snapshot_nodes: tuple[SlurmNode, ...], running: tuple[SlurmJob, ...], cluster: Cluster) -> AllowedNodes:
+def allowed_nodes_for(
+    snapshot_nodes: tuple[SlurmNode, ...], running: tuple[SlurmJob, ...], cluster: Cluster
+) -> AllowedNodes:
     """The per-snapshot table: built once, then asked per pending job."""
     busy = frozenset(name for job in running for name in job.nodes)
     return AllowedNodes(node_facts(snapshot_nodes, cluster, busy), len(cluster.nodes))

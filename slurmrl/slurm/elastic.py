@@ -58,9 +58,13 @@ def elastic_tag(comment: str, request: GpuRequest) -> ElasticTag | None:
             text, None, "elastic jobs must ask for GPUs per node (--gres=gpu:N or --gpus-per-node=N)"
         )
     if request.other_gres:
-        return ElasticTag(text, None, "the job asks for other GRES beside GPUs, which a GPU rewrite would drop")
+        return ElasticTag(
+            text, None, "the job asks for other GRES beside GPUs, which a GPU rewrite would drop"
+        )
     if not low <= request.total <= high:
-        return ElasticTag(text, None, f"the job asks for {request.total} GPUs, outside its range {low}-{high}")
+        return ElasticTag(
+            text, None, f"the job asks for {request.total} GPUs, outside its range {low}-{high}"
+        )
     return ElasticTag(text, (low, high))
 
 
@@ -96,10 +100,14 @@ class GpuAsk:
     def parse(text: str) -> GpuAsk:
         m = _ASK.match(text or "")
         if m is None:
-            raise SlurmError(f"'{text}' is not a GPU request (expected PERNODExNODES[-MAX][,cpus=C][,type=T])")
+            raise SlurmError(
+                f"'{text}' is not a GPU request (expected PERNODExNODES[-MAX][,cpus=C][,type=T])"
+            )
         extra = dict(part.split("=", 1) for part in m.group(4).split(",") if part)
         return GpuAsk(
-            per_node=int(m.group(1)), nodes=int(m.group(2)), gpu_type=extra.get("type", ""),
+            per_node=int(m.group(1)),
+            nodes=int(m.group(2)),
+            gpu_type=extra.get("type", ""),
             max_nodes=int(m.group(3)) if m.group(3) else None,
             cpus=int(extra["cpus"]) if "cpus" in extra else None,
         )
@@ -123,7 +131,9 @@ def check_ask(ask: GpuAsk) -> GpuAsk:
     return ask
 
 
-def current_ask(request: GpuRequest, nodes: int | None, max_nodes: int | None, cpus: int | None) -> GpuAsk | None:
+def current_ask(
+    request: GpuRequest, nodes: int | None, max_nodes: int | None, cpus: int | None
+) -> GpuAsk | None:
     """A pending job's request as a :class:`GpuAsk` (None unless asked per node): what revert restores."""
     if request.source != "tres_per_node" or not request.per_node:
         return None

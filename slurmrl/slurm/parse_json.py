@@ -29,8 +29,18 @@ from slurmrl.slurm.snapshot import SlurmJob, SlurmNode
 
 JOB_BASE_STATES = frozenset(
     {
-        "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-        "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
     }
 )
 
@@ -203,9 +213,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
     alloc = allocation(nodes, job_gpu_detail(detail), request) if nodes else ()
     hold = rec.get("hold")
     held = (
-        (hold is True)
-        or reason in ("JobHeldUser", "JobHeldAdmin")
-        or (base == "PENDING" and priority == 0)
+        (hold is True) or reason in ("JobHeldUser", "JobHeldAdmin") or (base == "PENDING" and priority == 0)
     )
     submit = _num(ctx, rec, "submit_time", where) or 0.0
     start = _num(ctx, rec, "start_time", where)
@@ -392,8 +400,16 @@ def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
             if part and part not in parts:
                 parts = (*parts, part)
             merged[name] = SlurmNode(
-                name=name, states=states | (prev.states if prev else frozenset()), partitions=parts,
-                gpus=total, gpus_used=used or (prev.gpus_used if prev else ()), cpus=cpus, memory_mb=mem,
-                reason=str(reason), features=features, cpus_alloc=cpus_alloc, memory_alloc_mb=mem_alloc,
+                name=name,
+                states=states | (prev.states if prev else frozenset()),
+                partitions=parts,
+                gpus=total,
+                gpus_used=used or (prev.gpus_used if prev else ()),
+                cpus=cpus,
+                memory_mb=mem,
+                reason=str(reason),
+                features=features,
+                cpus_alloc=cpus_alloc,
+                memory_alloc_mb=mem_alloc,
             )
     return tuple(merged.values())

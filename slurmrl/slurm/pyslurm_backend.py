@@ -102,7 +102,9 @@ def _tres_gpus(value: Any) -> tuple[GresItem, ...]:
     for key, item in gres.items():
         base, _, typ = str(key).partition(":")
         if base == "gpu":
-            out.append(GresItem(str(getattr(item, "type", None) or typ or ""), int(getattr(item, "count", 0)), None))
+            out.append(
+                GresItem(str(getattr(item, "type", None) or typ or ""), int(getattr(item, "count", 0)), None)
+            )
     return tuple(out)
 
 
@@ -199,11 +201,17 @@ class PyslurmBackend:
         if "*" in state:
             states.add("NOT_RESPONDING")
         return SlurmNode(
-            name=n.name, states=frozenset(states), partitions=tuple(n.partitions or ()),
-            gpus=_gres_items(n.configured_gres), gpus_used=used,
-            cpus=int(n.total_cpus or 0), memory_mb=int(n.real_memory or 0), reason=n.reason or "",
+            name=n.name,
+            states=frozenset(states),
+            partitions=tuple(n.partitions or ()),
+            gpus=_gres_items(n.configured_gres),
+            gpus_used=used,
+            cpus=int(n.total_cpus or 0),
+            memory_mb=int(n.real_memory or 0),
+            reason=n.reason or "",
             features=frozenset(n.active_features or ()) or frozenset(n.available_features or ()),
-            cpus_alloc=int(n.allocated_cpus or 0), memory_alloc_mb=int(n.allocated_memory or 0),
+            cpus_alloc=int(n.allocated_cpus or 0),
+            memory_alloc_mb=int(n.allocated_memory or 0),
         )
 
     @staticmethod
@@ -226,22 +234,37 @@ class PyslurmBackend:
         num_nodes = j.num_nodes
         cpus = per_node_cpus(j.min_cpus_per_node, j.cpus, num_nodes)
         return SlurmJob(
-            job_id=job_id, name=j.name or "", user=j.user_name or "", account=j.account or "",
-            partition=j.partition or "", qos=j.qos or "", state=state,
-            state_flags=frozenset(w for w in words if w != state), reason="" if reason == "None" else reason,
+            job_id=job_id,
+            name=j.name or "",
+            user=j.user_name or "",
+            account=j.account or "",
+            partition=j.partition or "",
+            qos=j.qos or "",
+            state=state,
+            state_flags=frozenset(w for w in words if w != state),
+            reason="" if reason == "None" else reason,
             submit_time=float(j.submit_time or 0),
             start_time=float(j.start_time) if j.start_time and nodes else None,
             time_limit=None if limit is None or limit == math.inf else float(limit) * 60.0,
-            priority=j.priority, num_nodes=num_nodes, required_nodes=parse_hosts(j.required_nodes or ""),
-            nodes=nodes, gpus=request, gpu_alloc=allocation(nodes, detail if any(detail) else [], request),
-            comment=j.comment or "", admin_comment=j.admin_comment or "",
+            priority=j.priority,
+            num_nodes=num_nodes,
+            required_nodes=parse_hosts(j.required_nodes or ""),
+            nodes=nodes,
+            gpus=request,
+            gpu_alloc=allocation(nodes, detail if any(detail) else [], request),
+            comment=j.comment or "",
+            admin_comment=j.admin_comment or "",
             dependency=dependency_text(j.dependencies),
             held=reason in ("JobHeldUser", "JobHeldAdmin") or (state == "PENDING" and j.priority == 0),
-            array_job_id=array, array_task=array_task,
-            excluded_nodes=parse_hosts(j.excluded_nodes or ""), constraint=_csv(j.constraints),
-            prefer=_csv(j.preferred_features), cpus_per_node=cpus,
+            array_job_id=array,
+            array_task=array_task,
+            excluded_nodes=parse_hosts(j.excluded_nodes or ""),
+            constraint=_csv(j.constraints),
+            prefer=_csv(j.preferred_features),
+            cpus_per_node=cpus,
             memory_per_node_mb=per_node_memory(j.memory_per_node, j.memory_per_cpu, cpus),
-            exclusive=str(j.resource_sharing or "").upper() == "NO", max_nodes=j.max_nodes or None,
+            exclusive=str(j.resource_sharing or "").upper() == "NO",
+            max_nodes=j.max_nodes or None,
             min_cpus=j.cpus or None,
         )
 

@@ -143,7 +143,12 @@ def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | No
     start = time.monotonic()
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, env=full_env, check=False,
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+            check=False,
             errors="replace",
         )
     except FileNotFoundError:

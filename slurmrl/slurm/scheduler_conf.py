@@ -43,18 +43,37 @@ PRIORITY_TYPES = ("priority/basic", "priority/multifactor")
 SCHEDULER_TYPES = ("sched/backfill", "sched/builtin")
 # Every PriorityFlags value slurm.conf(5) lists for 22.05; slurmctld refuses others.
 PRIORITY_FLAGS = (
-    "ACCRUE_ALWAYS", "CALCULATE_RUNNING", "DEPTH_OBLIVIOUS", "NO_FAIR_TREE", "INCR_ONLY", "MAX_TRES",
-    "NO_NORMAL_ALL", "NO_NORMAL_ASSOC", "NO_NORMAL_PART", "NO_NORMAL_QOS", "NO_NORMAL_TRES",
+    "ACCRUE_ALWAYS",
+    "CALCULATE_RUNNING",
+    "DEPTH_OBLIVIOUS",
+    "NO_FAIR_TREE",
+    "INCR_ONLY",
+    "MAX_TRES",
+    "NO_NORMAL_ALL",
+    "NO_NORMAL_ASSOC",
+    "NO_NORMAL_PART",
+    "NO_NORMAL_QOS",
+    "NO_NORMAL_TRES",
     "SMALL_RELATIVE_TO_TIME",
 )
 WEIGHT_KEYS = (
-    "PriorityWeightAge", "PriorityWeightJobSize", "PriorityWeightFairshare", "PriorityWeightPartition",
+    "PriorityWeightAge",
+    "PriorityWeightJobSize",
+    "PriorityWeightFairshare",
+    "PriorityWeightPartition",
     "PriorityWeightQOS",
 )
 # The slurm.conf keys read here, in the order they are written back.
 KEYS = (
-    "PriorityType", *WEIGHT_KEYS, "PriorityMaxAge", "PriorityDecayHalfLife", "PriorityCalcPeriod",
-    "PriorityFavorSmall", "PriorityFlags", "SchedulerType", "SchedulerParameters",
+    "PriorityType",
+    *WEIGHT_KEYS,
+    "PriorityMaxAge",
+    "PriorityDecayHalfLife",
+    "PriorityCalcPeriod",
+    "PriorityFavorSmall",
+    "PriorityFlags",
+    "SchedulerType",
+    "SchedulerParameters",
 )
 # SchedulerParameters options read here: (option, unit in seconds, minimum, maximum) as in slurm.conf(5).
 BF_OPTIONS = {
@@ -105,9 +124,13 @@ class SchedulerSettings:
         """The settings on a clock ``k`` times slower: a replay at ``k`` trace seconds per wall
         second runs the cluster's timers, so its simulated twin sees each of them ``k`` times longer."""
         return replace(
-            self, max_age=self.max_age * k, decay_half_life=self.decay_half_life * k,
-            calc_period=self.calc_period * k, bf_interval=self.bf_interval * k,
-            bf_resolution=self.bf_resolution * k, bf_window=self.bf_window * k,
+            self,
+            max_age=self.max_age * k,
+            decay_half_life=self.decay_half_life * k,
+            calc_period=self.calc_period * k,
+            bf_interval=self.bf_interval * k,
+            bf_resolution=self.bf_resolution * k,
+            bf_window=self.bf_window * k,
         )
 
     def as_conf(self) -> dict[str, str]:
@@ -146,7 +169,8 @@ class SchedulerSettings:
         sched = (
             f"backfill every {_num(self.bf_interval)} s, window {_num(self.bf_window / 60.0)} min, "
             f"resolution {_num(self.bf_resolution)} s, up to {self.bf_max_job_test} jobs"
-            if self.backfill else "builtin (strict priority, no backfill)"
+            if self.backfill
+            else "builtin (strict priority, no backfill)"
         )
         return f"priority {prio}; scheduler {sched}"
 
@@ -192,10 +216,13 @@ def settings_from_mapping(table: Mapping[str, object], where: str) -> SchedulerS
     for key, value in table.items():
         name = wanted.get(str(key).lower())
         if name is None:
-            raise SpecError(f"unknown key '{key}'; allowed: {', '.join(KEYS)}", file=where, column=f"scheduler.{key}")
+            raise SpecError(
+                f"unknown key '{key}'; allowed: {', '.join(KEYS)}", file=where, column=f"scheduler.{key}"
+            )
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise SpecError(f"{key} must be a string or a number, got {value!r}", file=where,
-                            column=f"scheduler.{key}")
+            raise SpecError(
+                f"{key} must be a string or a number, got {value!r}", file=where, column=f"scheduler.{key}"
+            )
         found[name] = (str(value), where, None)
     return settings_from_pairs(found, where, prefix="scheduler.")
 
@@ -252,11 +279,16 @@ def settings_from_pairs(
         flags = tuple(f.strip().upper() for f in value.split(",") if f.strip())
         unknown = [f for f in flags if f not in PRIORITY_FLAGS]
         if unknown:
-            raise fail("PriorityFlags", f"unknown PriorityFlags {','.join(unknown)}; known: {', '.join(PRIORITY_FLAGS)}")
+            raise fail(
+                "PriorityFlags",
+                f"unknown PriorityFlags {','.join(unknown)}; known: {', '.join(PRIORITY_FLAGS)}",
+            )
     calc_text = text("PriorityCalcPeriod")
     calc = defaults.calc_period if calc_text is None else parse_time(calc_text)
     if calc is None or calc <= 0:
-        raise fail("PriorityCalcPeriod", f"PriorityCalcPeriod={calc_text} must be a positive number of minutes")
+        raise fail(
+            "PriorityCalcPeriod", f"PriorityCalcPeriod={calc_text} must be a positive number of minutes"
+        )
     bf = _scheduler_parameters(text("SchedulerParameters"), lambda m: fail("SchedulerParameters", m))
     return SchedulerSettings(
         priority_type=choice("PriorityType", PRIORITY_TYPES, defaults.priority_type),

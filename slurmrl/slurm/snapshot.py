@@ -25,17 +25,40 @@ from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest, GresItem
 # a policy as free, whatever Slurm reports as in use there.
 UNAVAILABLE_STATES = frozenset(
     {
-        "DOWN", "DRAIN", "DRAINED", "DRAINING", "INVAL", "INVALID", "INVALID_REG", "FUTURE",
-        "NOT_RESPONDING", "MAINT", "MAINTENANCE", "RESERVED", "FAIL", "FAILING", "ERROR",
-        "UNKNOWN", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN", "POWERING_UP", "REBOOT_ISSUED",
-        "REBOOT_REQUESTED", "PLANNED",
+        "DOWN",
+        "DRAIN",
+        "DRAINED",
+        "DRAINING",
+        "INVAL",
+        "INVALID",
+        "INVALID_REG",
+        "FUTURE",
+        "NOT_RESPONDING",
+        "MAINT",
+        "MAINTENANCE",
+        "RESERVED",
+        "FAIL",
+        "FAILING",
+        "ERROR",
+        "UNKNOWN",
+        "POWERED_DOWN",
+        "POWERING_DOWN",
+        "POWER_DOWN",
+        "POWERING_UP",
+        "REBOOT_ISSUED",
+        "REBOOT_REQUESTED",
+        "PLANNED",
     }
 )
 
 # Pending reasons that mean the job cannot start whatever a policy decides.
 INELIGIBLE_REASONS = frozenset(
     {
-        "Dependency", "DependencyNeverSatisfied", "JobHeldUser", "JobHeldAdmin", "BeginTime",
+        "Dependency",
+        "DependencyNeverSatisfied",
+        "JobHeldUser",
+        "JobHeldAdmin",
+        "BeginTime",
         "JobArrayTaskLimit",
     }
 )
@@ -317,11 +340,18 @@ class Snapshot:
                 _take(pool, a.node, a.gpus)
             running.append(
                 JobView(
-                    job_id=job.job_id, gpus=placement.num_gpus or job.gpus.total,
-                    submit_time=job.submit_time, user=job.user, group=job.account or job.partition,
-                    time_limit=job.time_limit, name=job.name, model=job.model,
-                    num_nodes=len(job.nodes) or job.num_nodes, gpu_type=job.gpus.gpu_type,
-                    start_time=job.start_time, placement=placement,
+                    job_id=job.job_id,
+                    gpus=placement.num_gpus or job.gpus.total,
+                    submit_time=job.submit_time,
+                    user=job.user,
+                    group=job.account or job.partition,
+                    time_limit=job.time_limit,
+                    name=job.name,
+                    model=job.model,
+                    num_nodes=len(job.nodes) or job.num_nodes,
+                    gpu_type=job.gpus.gpu_type,
+                    start_time=job.start_time,
+                    placement=placement,
                 )
             )
         for node in self.nodes:
@@ -347,11 +377,21 @@ class Snapshot:
             for task_id in job.task_ids():
                 pending.append(
                     JobView(
-                        job_id=task_id, gpus=job.gpus.total, submit_time=job.submit_time,
-                        user=job.user, group=job.account or job.partition, time_limit=job.time_limit,
-                        name=job.name, model=job.model, num_nodes=job.num_nodes, gpu_type=job.gpus.gpu_type,
-                        allowed_nodes=allowed, required_nodes=job.required_nodes, exclusive=job.exclusive,
-                        max_node_count=job.max_nodes, gpu_range=job.gpu_range,
+                        job_id=task_id,
+                        gpus=job.gpus.total,
+                        submit_time=job.submit_time,
+                        user=job.user,
+                        group=job.account or job.partition,
+                        time_limit=job.time_limit,
+                        name=job.name,
+                        model=job.model,
+                        num_nodes=job.num_nodes,
+                        gpu_type=job.gpus.gpu_type,
+                        allowed_nodes=allowed,
+                        required_nodes=job.required_nodes,
+                        exclusive=job.exclusive,
+                        max_node_count=job.max_nodes,
+                        gpu_range=job.gpu_range,
                     )
                 )
         return ClusterView(
@@ -373,13 +413,23 @@ class Snapshot:
                     for r in self.cluster.racks
                 ],
                 "nodes": [
-                    {"name": n.name, "gpus": n.gpus, "gpu_type": n.gpu_type, "islands": list(n.islands),
-                     "cpus": n.cpus, "memory_mb": n.memory_mb}
+                    {
+                        "name": n.name,
+                        "gpus": n.gpus,
+                        "gpu_type": n.gpu_type,
+                        "islands": list(n.islands),
+                        "cpus": n.cpus,
+                        "memory_mb": n.memory_mb,
+                    }
                     for n in self.cluster.nodes
                 ],
             },
-            "pin_support": {"prefer": pins.prefer, "node_name_features": pins.node_name_features,
-                            "exact_count": pins.exact_count, "soft": pins.soft},
+            "pin_support": {
+                "prefer": pins.prefer,
+                "node_name_features": pins.node_name_features,
+                "exact_count": pins.exact_count,
+                "soft": pins.soft,
+            },
             "nodes": [_node_dict(n) for n in self.nodes],
             "jobs": [_job_dict(j) for j in self.jobs],
         }
@@ -398,38 +448,74 @@ def _take(pool: GpuPool, node: int, gpus: tuple[int, ...]) -> None:
 
 def _gres_dict(item: GresItem) -> dict[str, Any]:
     return {
-        "type": item.type, "count": item.count,
+        "type": item.type,
+        "count": item.count,
         "indices": list(item.indices) if item.indices is not None else None,
     }
 
 
 def _node_dict(n: SlurmNode) -> dict[str, Any]:
     return {
-        "name": n.name, "states": sorted(n.states), "unavailable": n.unavailable,
-        "partitions": list(n.partitions), "gpus": [_gres_dict(g) for g in n.gpus],
-        "gpus_used": [_gres_dict(g) for g in n.gpus_used], "gpu_count": n.gpu_count,
+        "name": n.name,
+        "states": sorted(n.states),
+        "unavailable": n.unavailable,
+        "partitions": list(n.partitions),
+        "gpus": [_gres_dict(g) for g in n.gpus],
+        "gpus_used": [_gres_dict(g) for g in n.gpus_used],
+        "gpu_count": n.gpu_count,
         "used_count": n.used_count,
         "used_indices": list(n.used_indices) if n.used_indices is not None else None,
-        "cpus": n.cpus, "memory_mb": n.memory_mb, "reason": n.reason,
-        "features": sorted(n.features), "cpus_alloc": n.cpus_alloc, "memory_alloc_mb": n.memory_alloc_mb,
+        "cpus": n.cpus,
+        "memory_mb": n.memory_mb,
+        "reason": n.reason,
+        "features": sorted(n.features),
+        "cpus_alloc": n.cpus_alloc,
+        "memory_alloc_mb": n.memory_alloc_mb,
     }
 
 
 def _job_dict(j: SlurmJob) -> dict[str, Any]:
     return {
-        "job_id": j.job_id, "array_job_id": j.array_job_id, "array_task": j.array_task,
-        "name": j.name, "user": j.user, "account": j.account, "partition": j.partition, "qos": j.qos,
-        "state": j.state, "state_flags": sorted(j.state_flags), "reason": j.reason,
-        "submit_time": j.submit_time, "start_time": j.start_time, "time_limit": j.time_limit,
-        "priority": j.priority, "site_factor": j.site_factor, "num_nodes": j.num_nodes,
-        "required_nodes": list(j.required_nodes), "nodes": list(j.nodes),
-        "gpus": {"total": j.gpus.total, "per_node": j.gpus.per_node, "type": j.gpus.gpu_type,
-                 "source": j.gpus.source},
+        "job_id": j.job_id,
+        "array_job_id": j.array_job_id,
+        "array_task": j.array_task,
+        "name": j.name,
+        "user": j.user,
+        "account": j.account,
+        "partition": j.partition,
+        "qos": j.qos,
+        "state": j.state,
+        "state_flags": sorted(j.state_flags),
+        "reason": j.reason,
+        "submit_time": j.submit_time,
+        "start_time": j.start_time,
+        "time_limit": j.time_limit,
+        "priority": j.priority,
+        "site_factor": j.site_factor,
+        "num_nodes": j.num_nodes,
+        "required_nodes": list(j.required_nodes),
+        "nodes": list(j.nodes),
+        "gpus": {
+            "total": j.gpus.total,
+            "per_node": j.gpus.per_node,
+            "type": j.gpus.gpu_type,
+            "source": j.gpus.source,
+        },
         "gpu_alloc": {node: _gres_dict(item) for node, item in j.gpu_alloc},
-        "comment": j.comment, "admin_comment": j.admin_comment, "dependency": j.dependency,
-        "held": j.held, "eligible": j.eligible, "model": j.model,
-        "partitions": list(j.partitions), "excluded_nodes": list(j.excluded_nodes),
-        "constraint": j.constraint, "prefer": j.prefer, "cpus_per_node": j.cpus_per_node,
-        "memory_per_node_mb": j.memory_per_node_mb, "exclusive": j.exclusive, "max_nodes": j.max_nodes,
-        "min_cpus": j.min_cpus, "gpu_range": list(j.gpu_range) if j.gpu_range else None,
+        "comment": j.comment,
+        "admin_comment": j.admin_comment,
+        "dependency": j.dependency,
+        "held": j.held,
+        "eligible": j.eligible,
+        "model": j.model,
+        "partitions": list(j.partitions),
+        "excluded_nodes": list(j.excluded_nodes),
+        "constraint": j.constraint,
+        "prefer": j.prefer,
+        "cpus_per_node": j.cpus_per_node,
+        "memory_per_node_mb": j.memory_per_node_mb,
+        "exclusive": j.exclusive,
+        "max_nodes": j.max_nodes,
+        "min_cpus": j.min_cpus,
+        "gpu_range": list(j.gpu_range) if j.gpu_range else None,
     }

@@ -18,5 +18,13 @@ from slurmrl.traces.select import check_fits, select
 load = _frame.load
 
 __all__ = [
-    "FORMATS", "Trace", "TraceJob", "check_fits", "embedded_trace", "load", "load_trace", "select", "trace_frame",
+    "FORMATS",
+    "Trace",
+    "TraceJob",
+    "check_fits",
+    "embedded_trace",
+    "load",
+    "load_trace",
+    "select",
+    "trace_frame",
 ]

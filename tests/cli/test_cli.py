@@ -50,8 +50,18 @@ def test_help_of_light_commands_does_not_import_torch() -> None:
 
 
 SIM_KEYS = {
-    "jobs", "finished", "avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan",
-    "gpu_utilization", "avg_jct_lower_bound", "makespan_lower_bound", "multi_gpu_local_fraction",
+    "jobs",
+    "finished",
+    "avg_jct",
+    "p50_jct",
+    "p95_jct",
+    "p99_jct",
+    "avg_wait",
+    "makespan",
+    "gpu_utilization",
+    "avg_jct_lower_bound",
+    "makespan_lower_bound",
+    "multi_gpu_local_fraction",
     "wall_seconds",
 }
 
@@ -60,8 +70,19 @@ def test_simulate_json_on_embedded_sample(tmp_path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(
         main,
-        ["simulate", "--limit", "300", "--cluster", "1x2x8", "--policy", "fifo", "--json", "--out", str(out),
-         "--no-progress"],
+        [
+            "simulate",
+            "--limit",
+            "300",
+            "--cluster",
+            "1x2x8",
+            "--policy",
+            "fifo",
+            "--json",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
@@ -75,8 +96,18 @@ def test_simulate_json_on_embedded_sample(tmp_path) -> None:
 def test_compare_writes_table(tmp_path) -> None:
     result = CliRunner().invoke(
         main,
-        ["compare", "--limit", "200", "--cluster", "1x2x8", "--policies", "fifo,fifo+first-fit",
-         "--out", str(tmp_path), "--no-progress"],
+        [
+            "compare",
+            "--limit",
+            "200",
+            "--cluster",
+            "1x2x8",
+            "--policies",
+            "fifo,fifo+first-fit",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "fifo" in result.output
@@ -142,6 +173,8 @@ def test_bad_trace_row_is_named(tmp_path) -> None:
     result = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--no-progress"])
     assert_one_line_error(result, "bad.csv")
     assert "line 3" in result.output and "duration_s" in result.output
-    skipped = CliRunner().invoke(main, ["simulate", "--trace", str(bad), "--skip-bad", "--json", "--no-progress"])
+    skipped = CliRunner().invoke(
+        main, ["simulate", "--trace", str(bad), "--skip-bad", "--json", "--no-progress"]
+    )
     assert skipped.exit_code == 0, skipped.output
     assert "skipped 1 bad row" in skipped.output

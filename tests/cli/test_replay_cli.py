@@ -28,7 +28,8 @@ def test_user_errors_are_one_line(tmp_path: Path, args: list[str], message: str)
     conf = tmp_path / "daemon.toml"
     conf.write_text('policy = "fifo"\n')
     args = [a.format(conf=conf, missing=tmp_path / "nowhere" / "slurm.conf") for a in args]
-    result = CliRunner().invoke(main, ["replay", "--speedup", "100", "--out", str(tmp_path / "o"), *args,
-                                       "--no-progress"])
+    result = CliRunner().invoke(
+        main, ["replay", "--speedup", "100", "--out", str(tmp_path / "o"), *args, "--no-progress"]
+    )
     assert_one_line_error(result, message)
     assert not (tmp_path / "o").exists()  # nothing written, nothing submitted

@@ -85,8 +85,18 @@ def test_bad_settings_are_one_line_errors(args: list[str], words: list[str]) -> 
 
 
 def test_every_setting_is_recorded_in_summary_json_and_json_output(tmp_path: Path) -> None:
-    settings = ["--speed-model", "none", "--locality", "relax:600", "--enforce-limits", "--reveal-models",
-                "--reference-gpu", "v100", "--arrival-scale", "1.5"]
+    settings = [
+        "--speed-model",
+        "none",
+        "--locality",
+        "relax:600",
+        "--enforce-limits",
+        "--reveal-models",
+        "--reference-gpu",
+        "v100",
+        "--arrival-scale",
+        "1.5",
+    ]
     printed = json.loads(_ok("simulate", *SMALL, *settings, "--json", "--out", str(tmp_path)).output)
     saved = json.loads((tmp_path / "summary.json").read_text())
     for out in (printed, saved):
@@ -104,7 +114,10 @@ def test_every_setting_is_recorded_in_summary_json_and_json_output(tmp_path: Pat
 def test_defaults_are_recorded_too() -> None:
     meta = json.loads(_ok("simulate", *SMALL, "--json").output)["meta"]
     assert (meta["speed_model"], meta["locality"], meta["enforce_limits"], meta["reveal_models"]) == (
-        "placement", "pack", False, False,
+        "placement",
+        "pack",
+        False,
+        False,
     )
     assert meta["arrival_scale"] == 1.0
 
@@ -157,10 +170,22 @@ def test_compare_with_seeds_aggregates_per_policy() -> None:
 
 
 def test_a_scenario_keeps_its_timeline_unless_asked() -> None:
-    plain = json.loads(_ok("simulate", "--scenario", "philly-sample", "--limit", "40", "--json",
-                           "--no-progress").output)["meta"]
+    plain = json.loads(
+        _ok("simulate", "--scenario", "philly-sample", "--limit", "40", "--json", "--no-progress").output
+    )["meta"]
     assert plain["workload"] == "philly-sample" and plain["arrival_scale"] == 1.0
-    scaled = json.loads(_ok("simulate", "--scenario", "philly-sample", "--limit", "40", "--arrival-scale", "3",
-                            "--json", "--no-progress").output)["meta"]
+    scaled = json.loads(
+        _ok(
+            "simulate",
+            "--scenario",
+            "philly-sample",
+            "--limit",
+            "40",
+            "--arrival-scale",
+            "3",
+            "--json",
+            "--no-progress",
+        ).output
+    )["meta"]
     assert scaled["arrival_scale"] == 3.0
     assert scaled["offered_load"] == pytest.approx(3 * plain["offered_load"], rel=1e-6)

@@ -18,8 +18,12 @@ from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 SITE = Path(__file__).parent / "fixtures" / "site"
 SMALL_FIRST = SchedulerSettings(
-    priority_type="priority/multifactor", weight_job_size=100000, favor_small=True, weight_age=10,
-    scheduler_type="sched/backfill", bf_interval=60.0,
+    priority_type="priority/multifactor",
+    weight_job_size=100000,
+    favor_small=True,
+    weight_age=10,
+    scheduler_type="sched/backfill",
+    bf_interval=60.0,
 )
 
 
@@ -28,7 +32,11 @@ def test_a_cluster_read_from_slurm_conf_carries_its_scheduler() -> None:
     s = cluster.scheduler
     assert s is not None and s.source.endswith("slurm.conf")
     assert (s.priority_type, s.weight_fairshare, s.weight_age, s.bf_interval, s.bf_max_job_test) == (
-        "priority/multifactor", 10000, 1000, 30.0, 500,
+        "priority/multifactor",
+        10000,
+        1000,
+        30.0,
+        500,
     )
     assert load_cluster("1x2x8").scheduler is None
 
@@ -47,7 +55,9 @@ def test_toml_spec_keeps_the_scheduler_section(tmp_path: Path) -> None:
 def test_bad_scheduler_values_are_reported_with_the_spec(tmp_path: Path) -> None:
     spec = tmp_path / "bad.toml"
     spec.write_text(cluster_to_toml(parse_shorthand("1x2x8")) + '\n[scheduler]\nPriorityMaxAge = "soon"\n')
-    with pytest.raises(SpecError, match=r"scheduler\.PriorityMaxAge: PriorityMaxAge=soon is not a time") as err:
+    with pytest.raises(
+        SpecError, match=r"scheduler\.PriorityMaxAge: PriorityMaxAge=soon is not a time"
+    ) as err:
         load_cluster(str(spec))
     assert str(spec) in err.value.format()
     spec.write_text("scheduler = 3\n" + cluster_to_toml(parse_shorthand("1x2x8")))
@@ -73,7 +83,18 @@ def test_simulate_slurm_runs_with_the_specs_scheduler(tmp_path: Path) -> None:
 
     def avg_jct(cluster: str) -> float:
         result = CliRunner().invoke(
-            main, ["simulate", "--limit", "300", "--cluster", cluster, "--policy", "slurm", "--json", "--no-progress"],
+            main,
+            [
+                "simulate",
+                "--limit",
+                "300",
+                "--cluster",
+                cluster,
+                "--policy",
+                "slurm",
+                "--json",
+                "--no-progress",
+            ],
         )
         assert result.exit_code == 0, result.output
         return float(json.loads(result.output)["avg_jct"])

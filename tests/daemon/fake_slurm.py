@@ -167,7 +167,9 @@ class FakeSlurm:
         job = self.jobs.get(job_id)
         fields: dict[str, object] = {"num_nodes": ask.nodes}
         if job is not None:
-            fields["gpus"] = GpuRequest(ask.total, ask.per_node, ask.gpu_type or job.gpus.gpu_type, "tres_per_node")
+            fields["gpus"] = GpuRequest(
+                ask.total, ask.per_node, ask.gpu_type or job.gpus.gpu_type, "tres_per_node"
+            )
         if ask.max_nodes is not None:
             fields["max_nodes"] = ask.max_nodes
         if ask.cpus is not None:

@@ -27,8 +27,12 @@ def queue(n: int) -> FakeSlurm:
 
 def daemon(tmp_path: Path, fake: FakeSlurm) -> Daemon:
     cfg = DaemonConfig(
-        policy="fifo", placement="first-fit", state_file=str(tmp_path / "state.json"),
-        audit_log=str(tmp_path / "audit.jsonl"), backoff_initial=1.0, backoff_max=1.0,
+        policy="fifo",
+        placement="first-fit",
+        state_file=str(tmp_path / "state.json"),
+        audit_log=str(tmp_path / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=1.0,
         max_changes_per_cycle=1000,
     )
     return Daemon(cfg, fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None)
@@ -50,8 +54,16 @@ def test_revert_of_over_100_jobs_takes_one_call_per_50_per_field(tmp_path: Path)
     out = d.revert()
     assert (out.reverted, out.remaining) == (n, 0)
     batched = fake.writes("update_many")
-    assert [len(ids.split(",")) for _, ids, (name, _) in batched if name == "site_factor"] == [50, 50, n - 100]
-    assert [len(ids.split(",")) for _, ids, (name, _) in batched if name == "admin_comment"] == [50, 50, n - 100]
+    assert [len(ids.split(",")) for _, ids, (name, _) in batched if name == "site_factor"] == [
+        50,
+        50,
+        n - 100,
+    ]
+    assert [len(ids.split(",")) for _, ids, (name, _) in batched if name == "admin_comment"] == [
+        50,
+        50,
+        n - 100,
+    ]
     assert all(not j.site_factor and not j.admin_comment for j in fake.jobs.values())
     assert fake.writes("set_site_factor") == [] and fake.writes("set_admin_comment") == []
 
@@ -90,7 +102,9 @@ def test_mixed_values_are_grouped_and_single_ones_sent_alone(tmp_path: Path) -> 
     record.update("4", NOW, nodes=("node01",), nodes_since=NOW)
     apply_changes(fake, changes, record, NOW, batch=2)
     assert [(c[0], c[1]) for c in fake.writes()] == [
-        ("update_many", "1,2"), ("set_site_factor", "3"), ("set_required_nodes", "4")
+        ("update_many", "1,2"),
+        ("set_site_factor", "3"),
+        ("set_required_nodes", "4"),
     ]
     assert record.jobs == {}
 

@@ -48,14 +48,22 @@ class StartOn:
 
 def queue(comment: str = "gpus=2-8", gpus: int = 8, **kw) -> FakeSlurm:
     """node01 and node03-04 full; job 1 (asking 8 GPUs on one node) pending."""
-    busy = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
+    busy = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
     return FakeSlurm(busy + [pending("1", gpus, NOW - 9, comment=comment, min_cpus=1, **kw)])
 
 
 def make(tmp_path: Path, fake, policy: StartOn) -> Daemon:
     cfg = DaemonConfig(
-        policy="fifo", placement="first-fit", state_file=str(tmp_path / "state.json"),
-        audit_log=str(tmp_path / "audit.jsonl"), backoff_initial=1.0, backoff_max=1.0,
+        policy="fifo",
+        placement="first-fit",
+        state_file=str(tmp_path / "state.json"),
+        audit_log=str(tmp_path / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=1.0,
     )
     return Daemon(cfg, fake, policy=policy, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None)
 
@@ -93,7 +101,9 @@ def test_an_opted_in_job_is_resized_then_pinned_and_revert_restores_its_request(
 
 
 def test_a_start_on_more_nodes_sets_the_node_count_and_revert_gives_back_numcpus(tmp_path: Path) -> None:
-    fake = FakeSlurm([running("r1", "node01", range(8)), pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1)])
+    fake = FakeSlurm(
+        [running("r1", "node01", range(8)), pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1)]
+    )
     d = make(tmp_path, fake, StartOn("1", [(2, range(4)), (3, range(4))]))  # 4+4 on node03, node04
     d.cycle()
     assert fake.writes("set_gpus") == [("set_gpus", "1", "4x2,type=v100")]
@@ -214,7 +224,9 @@ def test_the_request_is_given_back_when_the_policy_no_longer_starts_the_job(tmp_
 
 def test_a_refused_request_is_rolled_back_and_the_pin_not_sent(tmp_path: Path) -> None:
     fake = queue()
-    fake.fail_next("set_gpus", CommandFailed("'scontrol update' failed (exit 1): Job violates accounting policy"))
+    fake.fail_next(
+        "set_gpus", CommandFailed("'scontrol update' failed (exit 1): Job violates accounting policy")
+    )
     d = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
     d.cycle()
     assert fake.writes("set_required_nodes") == [] and shape(fake) == (8, 8, 1, 1)

@@ -35,7 +35,10 @@ def cleanup():
 
 def start(cfg_path: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [*CLI, "daemon", "--config", str(cfg_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*CLI, "daemon", "--config", str(cfg_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -46,7 +49,9 @@ def audit_lines(tmp: Path) -> list[dict]:
 
 def clean(jid: str) -> bool:
     f = live.show(jid)
-    return live.site(jid) in (0, -1) and f.get("ReqNodeList") == "(null)" and "slurmrl:" not in f["AdminComment"]
+    return (
+        live.site(jid) in (0, -1) and f.get("ReqNodeList") == "(null)" and "slurmrl:" not in f["AdminComment"]
+    )
 
 
 def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: Path) -> None:
@@ -57,7 +62,9 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
     live.write_toml(cfg_path, cfg)
     proc = start(cfg_path)
     try:
-        live.wait_for(lambda: any(r.get("kind") == "change" for r in audit_lines(tmp_path)), 30, "a first change")
+        live.wait_for(
+            lambda: any(r.get("kind") == "change" for r in audit_lines(tmp_path)), 30, "a first change"
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         sent = [r for r in audit_lines(tmp_path) if r.get("kind") == "change"]
@@ -93,14 +100,17 @@ def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path
         assert second.returncode != 0 and f"pid {proc.pid}" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
         assert live.site(a) == 1000  # the refused one changed nothing
-        cfg_path.write_text(cfg_path.read_text().replace("interval = 1.0", "interval = 1.0\nmax_site_factor = 400"))
+        cfg_path.write_text(
+            cfg_path.read_text().replace("interval = 1.0", "interval = 1.0\nmax_site_factor = 400")
+        )
         proc.send_signal(signal.SIGHUP)
         live.wait_for(lambda: live.site(a) == 400, 30, "the reloaded max_site_factor")
         cfg_path.write_text(cfg_path.read_text() + "bogus_key = 1\n")
         proc.send_signal(signal.SIGHUP)
         live.wait_for(
             lambda: any(r.get("kind") == "reload" and not r.get("ok") for r in audit_lines(tmp_path)),
-            20, "the refused reload",
+            20,
+            "the refused reload",
         )
         time.sleep(2)
         assert proc.poll() is None and live.site(a) == 400  # still running, old config kept

@@ -11,7 +11,9 @@ CLUSTER = load_cluster("1x2x8")
 
 
 def _view(now: float, running: list[JobView]) -> ClusterView:
-    return ClusterView(now=now, cluster=CLUSTER, pool=GpuPool(CLUSTER).readonly(), pending=[], running=running)
+    return ClusterView(
+        now=now, cluster=CLUSTER, pool=GpuPool(CLUSTER).readonly(), pending=[], running=running
+    )
 
 
 def _snap(now: float, *jobs: SlurmJob) -> Snapshot:
@@ -20,7 +22,10 @@ def _snap(now: float, *jobs: SlurmJob) -> Snapshot:
 
 def test_a_job_that_stopped_running_is_reported_once_with_its_run_time() -> None:
     tracker = FinishedTracker()
-    a, b = JobView("1", 2, submit_time=0.0, start_time=10.0), JobView("2", 1, submit_time=0.0, start_time=20.0)
+    a, b = (
+        JobView("1", 2, submit_time=0.0, start_time=10.0),
+        JobView("2", 1, submit_time=0.0, start_time=20.0),
+    )
     first = tracker.with_finished(_view(30.0, [a, b]), _snap(30.0))
     assert list(first.finished) == []
     ended = SlurmJob("1", state="COMPLETED", end_time=95.0)  # still listed: Slurm's end time

@@ -91,8 +91,12 @@ def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
     try:
         wait_for(settled, 90, "filler jobs to run")
     except BaseException:
-        queue = subprocess.run(["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30)
-        nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30)
+        queue = subprocess.run(
+            ["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30
+        )
+        nodes = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30
+        )
         print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
         raise
     return ids
@@ -215,7 +219,9 @@ def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Pat
         try:
             wait_for(lambda: site(a) == 1000, 30, "the top site factor after the restart")
         except BaseException:
-            queue = subprocess.run(["squeue", "-h", "-o", "%i %T %r %N %Q"], capture_output=True, text=True, timeout=30)
+            queue = subprocess.run(
+                ["squeue", "-h", "-o", "%i %T %r %N %Q"], capture_output=True, text=True, timeout=30
+            )
             print(f"a={a} {state(a)} site={site(a)} b={b} {state(b)} site={site(b)}\nqueue:\n{queue.stdout}")
             print("last cycles:", *cycles()[-3:], sep="\n")
             raise
@@ -288,7 +294,9 @@ def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
 
     def sprio_nice() -> list[str] | None:
         """The job's nice once sprio lists it again; until then sprio says it finds no such job."""
-        out = subprocess.run(["sprio", "-h", "-j", nice, "-o", "%N"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["sprio", "-h", "-j", nice, "-o", "%N"], capture_output=True, text=True, timeout=30
+        )
         words = out.stdout.split()
         return words if out.returncode == 0 and words and "Unable" not in words else None
 
@@ -309,8 +317,15 @@ class StartOnFree:
         order = [j.job_id for j in view.pending]
         index = view.cluster.node_index
         starts = tuple(
-            Start(jid, Placement.of([(index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
-                                     for n in names]))
+            Start(
+                jid,
+                Placement.of(
+                    [
+                        (index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
+                        for n in names
+                    ]
+                ),
+            )
             for jid, names in self.nodes.items()
             if jid in order
         )
@@ -326,7 +341,9 @@ def request(jid: str) -> dict[str, str]:
     assert out.returncode == 0, out.stderr
     line = out.stdout
     fields = dict(re.findall(r"(?:^| )(TresPerNode|NumNodes|NumCPUs|ReqNodeList)=(\S*)", line))
-    fields["AdminComment"] = line.split(" AdminComment=", 1)[1].split(" ", 1)[0] if " AdminComment=" in line else ""
+    fields["AdminComment"] = (
+        line.split(" AdminComment=", 1)[1].split(" ", 1)[0] if " AdminComment=" in line else ""
+    )
     return fields
 
 
@@ -339,7 +356,10 @@ def test_elastic_job_gets_its_gpu_request_changed_and_given_back(tmp_path: Path)
     cfg = make_config(tmp_path)
     policy = StartOnFree({elastic: ("node02", "node03"), rigid: ("node02", "node03")}, 2)
     backend = Released(make_backend(cfg), {elastic, rigid})  # held: Slurm cannot start them meanwhile
-    assert Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False) == 0
+    assert (
+        Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False)
+        == 0
+    )
     after = request(elastic)
     assert after["TresPerNode"] == "gres:gpu:2" and after["NumNodes"] == "2-2", after
     assert after["ReqNodeList"] == "node02,node03" and after["AdminComment"] == "slurmrl:", after
@@ -352,7 +372,10 @@ def test_elastic_job_gets_its_gpu_request_changed_and_given_back(tmp_path: Path)
     reverting.close()
     assert request(elastic) == before[elastic], request(elastic)
     # Decided again and released: Slurm starts it on the count and the nodes the policy chose.
-    assert Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False) == 0
+    assert (
+        Daemon(cfg, backend, policy=policy, metrics=DaemonMetrics()).run(once=True, install_signals=False)
+        == 0
+    )
     subprocess.run(["scontrol", "release", elastic], check=True, timeout=30)
     wait_for(lambda: state(elastic) == "RUNNING", 30, "the resized job to start")
     assert show(elastic)["NodeList"] == "node[02-03]" and request(elastic)["TresPerNode"] == "gres:gpu:2"

@@ -303,11 +303,15 @@ def test_metrics_count_changes_and_errors(tmp_path: Path) -> None:
 def test_values_a_restarted_controller_lost_are_set_again(tmp_path: Path, mode: str) -> None:
     """A slurmctld restored from a state saved before the daemon's updates shows the old values;
     the record still says they were set. What Slurm shows wins: the daemon applies them again."""
-    d, fake = make(tmp_path, full_cluster() + [pending("11", 8, NOW - 300), pending("12", 8, NOW - 200)], mode=mode)
+    d, fake = make(
+        tmp_path, full_cluster() + [pending("11", 8, NOW - 300), pending("12", 8, NOW - 200)], mode=mode
+    )
     d.cycle()
     field = "site_factor" if mode == "site_factor" else "priority"
     applied = getattr(fake.jobs["11"], field)
-    fake.jobs["11"] = replace(fake.jobs["11"], **{field: 0 if mode == "site_factor" else 1})  # lost on restart
+    fake.jobs["11"] = replace(
+        fake.jobs["11"], **{field: 0 if mode == "site_factor" else 1}
+    )  # lost on restart
     n = len(fake.writes())
     d.cycle()
     method = "set_site_factor" if mode == "site_factor" else "set_priority"

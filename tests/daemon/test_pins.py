@@ -25,16 +25,25 @@ NOW = 1_700_000_000.0
 
 def make(tmp_path: Path, fake: FakeSlurm, **kw) -> Daemon:
     base = dict(
-        policy="fifo-backfill", placement="topology", state_file=str(tmp_path / "state.json"),
-        audit_log=str(tmp_path / "audit.jsonl"), pin="prefer",
+        policy="fifo-backfill",
+        placement="topology",
+        state_file=str(tmp_path / "state.json"),
+        audit_log=str(tmp_path / "audit.jsonl"),
+        pin="prefer",
     )
     base.update(kw)
-    return Daemon(DaemonConfig(**base), fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None)
+    return Daemon(
+        DaemonConfig(**base), fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None
+    )
 
 
 def one_free_node(**kw) -> FakeSlurm:
     """node02 is the only free node; job 1 (8 GPUs) can start there now."""
-    busy = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
+    busy = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
     return FakeSlurm(busy + [pending("1", 8, NOW - 9, **kw)])
 
 

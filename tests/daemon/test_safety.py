@@ -32,8 +32,12 @@ class Killed(BaseException):
 
 def config(tmp_path: Path, **kw) -> DaemonConfig:
     base = dict(
-        policy="fifo", placement="first-fit", state_file=str(tmp_path / "state.json"),
-        audit_log=str(tmp_path / "audit.jsonl"), backoff_initial=1.0, backoff_max=8.0,
+        policy="fifo",
+        placement="first-fit",
+        state_file=str(tmp_path / "state.json"),
+        audit_log=str(tmp_path / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=8.0,
     )
     base.update(kw)
     return DaemonConfig(**base)
@@ -44,7 +48,9 @@ def busy() -> list:
 
 
 def make(tmp_path: Path, fake: FakeSlurm, **kw) -> Daemon:
-    return Daemon(config(tmp_path, **kw), fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None)
+    return Daemon(
+        config(tmp_path, **kw), fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None
+    )
 
 
 def test_sprio_output_gives_site_factor_nice_and_explicit_priorities() -> None:
@@ -75,7 +81,11 @@ def test_every_intent_is_on_disk_before_slurm_sees_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kill_at", [0, 1, 2, 3])
 def test_sigkill_at_any_point_of_a_batch_leaves_no_orphan_after_revert(tmp_path: Path, kill_at: int) -> None:
-    jobs = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
+    jobs = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
     fake = FakeSlurm(jobs + [pending("1", 8, NOW - 9), pending("2", 8, NOW - 5), pending("3", 8, NOW)])
     inner, calls = fake._set, [0]
 
@@ -171,8 +181,11 @@ def test_operator_only_skips_notes_once_and_keeps_ordering(tmp_path: Path) -> No
     fake.jobs["9"] = pending("9", 8, NOW - 100)  # a new job reorders the queue: still no notes
     d.cycle()
     assert fake.jobs["9"].site_factor == 1000 and fake.writes("set_admin_comment") == []
-    assert [r for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())
-            if r["kind"] == "notes_off"]
+    assert [
+        r
+        for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())
+        if r["kind"] == "notes_off"
+    ]
 
 
 def test_a_refused_job_does_not_stop_the_others(tmp_path: Path) -> None:
@@ -219,7 +232,11 @@ def test_priority_mode_restores_nice_and_an_admins_explicit_priority(tmp_path: P
 
 
 def test_a_pin_slurm_marks_badconstraints_is_removed_once_and_not_set_again(tmp_path: Path) -> None:
-    jobs = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
+    jobs = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
     fake = FakeSlurm(jobs + [pending("1", 8, NOW - 9)])
     d = make(tmp_path, fake, policy="fifo-backfill", placement="topology")
     d.cycle()
@@ -231,7 +248,8 @@ def test_a_pin_slurm_marks_badconstraints_is_removed_once_and_not_set_again(tmp_
     for _ in range(3):
         d.cycle()
     assert [c for c in fake.writes("set_required_nodes")] == [
-        ("set_required_nodes", "1", ("node02",)), ("set_required_nodes", "1", None)
+        ("set_required_nodes", "1", ("node02",)),
+        ("set_required_nodes", "1", None),
     ]
     fake.jobs["1"] = replace(fake.jobs["1"], time_limit=600.0)  # the user changed the request
     d.cycle()
@@ -239,7 +257,11 @@ def test_a_pin_slurm_marks_badconstraints_is_removed_once_and_not_set_again(tmp_
 
 
 def test_an_update_error_on_a_pin_blocks_it_until_the_request_changes(tmp_path: Path) -> None:
-    jobs = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
+    jobs = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
     fake = FakeSlurm(jobs + [pending("1", 8, NOW - 9)])
     fake.fail_next("set_required_nodes", SlurmError("Requested node configuration is not available"))
     d = make(tmp_path, fake, policy="fifo-backfill", placement="topology", placement_hold=1e-9)
@@ -250,7 +272,9 @@ def test_an_update_error_on_a_pin_blocks_it_until_the_request_changes(tmp_path: 
 
 def test_sighup_reloads_a_good_config_and_keeps_the_old_on_error(tmp_path: Path) -> None:
     path = tmp_path / "d.toml"
-    path.write_text(f'policy = "fifo"\nstate_file = "{tmp_path}/state.json"\naudit_log = "{tmp_path}/a.jsonl"\n')
+    path.write_text(
+        f'policy = "fifo"\nstate_file = "{tmp_path}/state.json"\naudit_log = "{tmp_path}/a.jsonl"\n'
+    )
     from slurmrl.daemon.config import load_config
 
     fake = FakeSlurm(busy() + [pending("1", 8, NOW)])
@@ -297,11 +321,20 @@ def test_metrics_show_info_pins_and_slurm_calls_by_command(tmp_path: Path) -> No
     from slurmrl.slurm.run import STATS, CommandStats
 
     STATS.by_command.setdefault("scontrol update", CommandStats())
-    jobs = [running("r1", "node01", range(8)), running("r3", "node03", range(8)), running("r4", "node04", range(8))]
-    d = make(tmp_path, FakeSlurm(jobs + [pending("1", 8, NOW - 9)]), policy="fifo-backfill", placement="topology")
+    jobs = [
+        running("r1", "node01", range(8)),
+        running("r3", "node03", range(8)),
+        running("r4", "node04", range(8)),
+    ]
+    d = make(
+        tmp_path, FakeSlurm(jobs + [pending("1", 8, NOW - 9)]), policy="fifo-backfill", placement="topology"
+    )
     d._set_info()
     d.cycle()
     text = generate_latest(d.metrics.registry).decode()
-    assert 'slurmrl_info{dry_run="false",mode="site_factor",policy="fifo-backfill+topology",slurm_version="22.05.8"} 1.0' in text
+    assert (
+        'slurmrl_info{dry_run="false",mode="site_factor",policy="fifo-backfill+topology",slurm_version="22.05.8"} 1.0'
+        in text
+    )
     assert "slurmrl_pins_active 1.0" in text
     assert 'slurmrl_slurm_calls_total{command="scontrol update"}' in text

@@ -12,8 +12,14 @@ def _view() -> ClusterView:
     pending = [JobView("p", 2, submit_time=100.0, time_limit=60.0)]
     running = [JobView("r", 1, submit_time=10.0, time_limit=None, start_time=50.0, attained_service=3.0)]
     finished = [FinishedJob(JobView("f", 1, submit_time=1.0), end_time=40.0, run_time=30.0)]
-    return ClusterView(now=120.0, cluster=cluster, pool=GpuPool(cluster).readonly(), pending=pending,
-                       running=running, finished=finished)
+    return ClusterView(
+        now=120.0,
+        cluster=cluster,
+        pool=GpuPool(cluster).readonly(),
+        pending=pending,
+        running=running,
+        finished=finished,
+    )
 
 
 def test_every_time_is_multiplied() -> None:

@@ -75,10 +75,15 @@ def _trace(rows, scale: float = 1.0) -> Trace:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=jobs, spec=st.sampled_from(CLUSTERS), fraction=st.sampled_from([0.0, 0.5, 1.0]),
-       speed_model=st.sampled_from(["none", "placement", "full"]))
-def test_afs_starts_within_ranges_on_free_gpus_and_finishes_everything(rows, spec: str, fraction: float,
-                                                                       speed_model: str) -> None:
+@given(
+    rows=jobs,
+    spec=st.sampled_from(CLUSTERS),
+    fraction=st.sampled_from([0.0, 0.5, 1.0]),
+    speed_model=st.sampled_from(["none", "placement", "full"]),
+)
+def test_afs_starts_within_ranges_on_free_gpus_and_finishes_everything(
+    rows, spec: str, fraction: float, speed_model: str
+) -> None:
     cluster = load_cluster(spec)
     config = SimConfig(speed_model=speed_model, elastic=f"fraction:{fraction}")
     policy = Checked()
@@ -103,7 +108,9 @@ def test_afs_never_reads_durations(rows, scale: float) -> None:
     assert policy_entry("afs").deployable
 
 
-def _view(cluster_spec: str, pending: list[JobView], running: list[JobView], now: float = 10_000.0) -> ClusterView:
+def _view(
+    cluster_spec: str, pending: list[JobView], running: list[JobView], now: float = 10_000.0
+) -> ClusterView:
     cluster = load_cluster(cluster_spec)
     pool = GpuPool(cluster)
     for job in running:
@@ -114,13 +121,23 @@ def _view(cluster_spec: str, pending: list[JobView], running: list[JobView], now
 def test_a_lone_elastic_job_grows_while_a_rigid_one_keeps_its_count() -> None:
     elastic = JobView("e", 2, 0.0, model="resnet50", gpu_range=(1, 4))
     rigid = JobView("r", 2, 0.0, model="resnet50")
-    starts = {s.job_id: s.placement.num_gpus for s in make_policy("afs").decide(_view("1x2x8:v100", [elastic, rigid], [])).starts}
+    starts = {
+        s.job_id: s.placement.num_gpus
+        for s in make_policy("afs").decide(_view("1x2x8:v100", [elastic, rigid], [])).starts
+    }
     assert starts == {"e": 4, "r": 2}
 
 
 def test_a_waiting_job_makes_a_long_running_elastic_job_shrink() -> None:
-    big = JobView("big", 8, 0.0, model="resnet50", gpu_range=(4, 16), start_time=0.0,
-                  placement=Placement.of([(0, range(8)), (1, range(8))]))
+    big = JobView(
+        "big",
+        8,
+        0.0,
+        model="resnet50",
+        gpu_range=(4, 16),
+        start_time=0.0,
+        placement=Placement.of([(0, range(8)), (1, range(8))]),
+    )
     waiting = JobView("w", 8, 5_000.0, model="bert")
     decisions = MarginalGain(make_policy("afs").placement).decide(_view("1x2x8:v100", [waiting], [big]))
     starts = {s.job_id: s.placement.num_gpus for s in decisions.starts}
@@ -128,8 +145,15 @@ def test_a_waiting_job_makes_a_long_running_elastic_job_shrink() -> None:
 
 
 def test_a_recently_started_job_is_not_resized() -> None:
-    big = JobView("big", 8, 0.0, model="resnet50", gpu_range=(4, 16), start_time=9_900.0,
-                  placement=Placement.of([(0, range(8)), (1, range(8))]))
+    big = JobView(
+        "big",
+        8,
+        0.0,
+        model="resnet50",
+        gpu_range=(4, 16),
+        start_time=9_900.0,
+        placement=Placement.of([(0, range(8)), (1, range(8))]),
+    )
     waiting = JobView("w", 8, 5_000.0, model="bert")
     decisions = make_policy("afs").decide(_view("1x2x8:v100", [waiting], [big]))
     assert decisions.preempt == () and decisions.starts == ()

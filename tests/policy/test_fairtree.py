@@ -25,7 +25,11 @@ def test_fair_tree_ranks_accounts_first_then_users() -> None:
     usage = {("a", "a1"): 0.0, ("a", "a2"): 60.0, ("b", "b1"): 10.0, ("b", "b2"): 30.0, ("c", "c1"): 0.0}
     factors = fair_tree_factors(usage)
     assert factors == {
-        ("c", "c1"): 5 / 5, ("b", "b1"): 4 / 5, ("b", "b2"): 3 / 5, ("a", "a1"): 2 / 5, ("a", "a2"): 1 / 5,
+        ("c", "c1"): 5 / 5,
+        ("b", "b1"): 4 / 5,
+        ("b", "b2"): 3 / 5,
+        ("a", "a1"): 2 / 5,
+        ("a", "a2"): 1 / 5,
     }
     # An unused user of a heavy account still ranks below every user of a lighter one.
     assert factors[("a", "a1")] < factors[("b", "b2")]
@@ -36,7 +40,11 @@ def test_fair_tree_ties_merge_accounts_and_share_ranks() -> None:
     usage = {("a", "u1"): 10.0, ("a", "u2"): 0.0, ("b", "u3"): 5.0, ("b", "u4"): 5.0, ("c", "u5"): 0.0}
     factors = fair_tree_factors(usage)
     assert factors == {
-        ("c", "u5"): 1.0, ("a", "u2"): 0.8, ("b", "u3"): 0.6, ("b", "u4"): 0.6, ("a", "u1"): 0.2,
+        ("c", "u5"): 1.0,
+        ("a", "u2"): 0.8,
+        ("b", "u3"): 0.6,
+        ("b", "u4"): 0.6,
+        ("a", "u1"): 0.2,
     }
     assert fair_tree_factors({}) == {}
     assert fair_tree_factors({("x", "y"): 0.0}) == {("x", "y"): 1.0}

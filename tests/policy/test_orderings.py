@@ -21,7 +21,10 @@ def make_cluster(nodes: int, gpus: int = 4) -> Cluster:
 
 
 def view_of(
-    cluster: Cluster, now: float, pending: tuple[JobView, ...], running: tuple[JobView, ...] = (),
+    cluster: Cluster,
+    now: float,
+    pending: tuple[JobView, ...],
+    running: tuple[JobView, ...] = (),
     finished: tuple[FinishedJob, ...] = (),
 ) -> ClusterView:
     pool = GpuPool(cluster)
@@ -116,8 +119,10 @@ def test_slurm_multifactor_matches_documented_formula() -> None:
         return 1000 * (now - submit) / week + 1000 * (nodes / 4 + nodes / 4) / 2 + 10000 * fs
 
     want = {
-        "j1": expected(0.0, 4, 0.25), "j2": expected(300.0, 1, 1.0),
-        "j3": expected(500.0, 8, 1.0), "j4": expected(550.0, 16, 0.25),
+        "j1": expected(0.0, 4, 0.25),
+        "j2": expected(300.0, 1, 1.0),
+        "j3": expected(500.0, 8, 1.0),
+        "j4": expected(550.0, 16, 0.25),
     }
     got = dict(zip([j.job_id for j in pending], ordering.priorities(pending, now).tolist(), strict=True))
     assert got == pytest.approx(want)
@@ -193,10 +198,13 @@ def test_slurm_job_size_counts_nodes_and_cpus_not_gpus() -> None:
     from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
     cluster = Cluster(
-        "t", (Rack("r", 0, tuple(range(8))),),
+        "t",
+        (Rack("r", 0, tuple(range(8))),),
         tuple(Node(f"n{i}", i, 0, 8, "v100", islands_for("nvlink:4", 8), cpus=64) for i in range(8)),
     )
-    settings = SchedulerSettings(priority_type="priority/multifactor", weight_job_size=1000, weight_partition=1000)
+    settings = SchedulerSettings(
+        priority_type="priority/multifactor", weight_job_size=1000, weight_partition=1000
+    )
     policy = make_slurm(FirstFit(), settings=settings)
     pending = (JobView("one", 1, 0.0), JobView("eight", 8, 0.0), JobView("sixteen", 16, 0.0))
     policy.decide(view_of(cluster, 0.0, pending))

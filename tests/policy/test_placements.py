@@ -150,7 +150,9 @@ def test_interference_aware_separates_sensitive_jobs() -> None:
     free=st.lists(st.booleans(), min_size=8, max_size=8).filter(any),
     need=st.integers(1, 8),
 )
-def test_in_node_pick_is_the_same_whether_computed_or_remembered(intra: str, free: list[bool], need: int) -> None:
+def test_in_node_pick_is_the_same_whether_computed_or_remembered(
+    intra: str, free: list[bool], need: int
+) -> None:
     from slurmrl.policy.placement.common import _pick, pick_in_node, tables
 
     need = min(need, sum(free))

@@ -33,7 +33,9 @@ steps = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(steps)
-def test_ranking_matches_a_full_sort_at_every_pass(script: list[tuple[list[int], list[int], bool, bool, bool]]) -> None:
+def test_ranking_matches_a_full_sort_at_every_pass(
+    script: list[tuple[list[int], list[int], bool, bool, bool]],
+) -> None:
     key_of: dict[str, int] = {}
     ranking = Ranking(lambda job: (key_of[job.job_id],), lambda rows, now: rows[:, 1], width=1, period=100.0)
     pending: dict[str, JobView] = {}

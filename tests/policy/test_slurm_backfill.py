@@ -118,12 +118,17 @@ def scenarios(draw: st.DrawFn) -> tuple[ClusterView, float]:
     cluster = make_cluster(draw(st.integers(2, 4)))
     pool = GpuPool(cluster)
     running = draw_running(
-        draw, cluster, pool,
-        starts=st.integers(0, 100).map(float), limits=st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]),
+        draw,
+        cluster,
+        pool,
+        starts=st.integers(0, 100).map(float),
+        limits=st.sampled_from([50.0, 200.0, 400.0, 800.0, 1600.0]),
     )
     pending = [
         JobView(
-            f"p{i}", draw(st.sampled_from([1, 1, 2, 3, 4, 6, 8])), 100.0 + i,
+            f"p{i}",
+            draw(st.sampled_from([1, 1, 2, 3, 4, 6, 8])),
+            100.0 + i,
             time_limit=draw(st.sampled_from([30.0, 100.0, 300.0, 900.0, 3000.0])),
         )
         for i in range(draw(st.integers(1, 10)))

@@ -33,7 +33,8 @@ def make_cluster(racks: int, nodes: int, gpus: int = 4) -> Cluster:
         "t",
         tuple(Rack(f"r{r}", r, tuple(range(r * nodes, (r + 1) * nodes))) for r in range(racks)),
         tuple(
-            Node(f"n{i}", i, i // nodes, gpus, "v100", islands_for("nvlink:2", gpus)) for i in range(racks * nodes)
+            Node(f"n{i}", i, i // nodes, gpus, "v100", islands_for("nvlink:2", gpus))
+            for i in range(racks * nodes)
         ),
     )
 
@@ -44,8 +45,11 @@ def busy_views(draw: st.DrawFn) -> tuple[ClusterView, JobView]:
     cluster = make_cluster(2, draw(st.integers(2, 3)))
     pool = GpuPool(cluster)
     running = draw_running(
-        draw, cluster, pool,
-        starts=st.sampled_from([0.0, 10.0, 20.0]), limits=st.sampled_from([50.0, 100.0, 200.0, 400.0]),
+        draw,
+        cluster,
+        pool,
+        starts=st.sampled_from([0.0, 10.0, 20.0]),
+        limits=st.sampled_from([50.0, 100.0, 200.0, 400.0]),
     )
     gpus = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12]))
     nodes = draw(st.sampled_from([None, 1, 2, 3]))
@@ -102,7 +106,9 @@ def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], p
 
 @settings(max_examples=150, deadline=None)
 @given(busy_views(), st.sampled_from(PLACEMENTS), st.data())
-def test_bounds_refuse_only_what_placements_refuse(case: tuple[ClusterView, JobView], placement: str, data: st.DataObject) -> None:
+def test_bounds_refuse_only_what_placements_refuse(
+    case: tuple[ClusterView, JobView], placement: str, data: st.DataObject
+) -> None:
     """A bound's verdict never contradicts the placement; first fit's and the monotone ones' are exact."""
     view, head = case
     place = make_placement(placement)
@@ -167,10 +173,14 @@ def test_reservation_with_starts_in_the_pass_matches_the_plain_scan(
         free = pool.free_gpus(node)
         if free and data.draw(st.booleans()):
             p = Placement.of([(node, free[: data.draw(st.integers(1, len(free)))])])
-            job = JobView(f"s{node}", p.num_gpus, 30.0, time_limit=data.draw(st.sampled_from([20.0, 70.0, 170.0])))
+            job = JobView(
+                f"s{node}", p.num_gpus, 30.0, time_limit=data.draw(st.sampled_from([20.0, 70.0, 170.0]))
+            )
             pool.allocate(p)
             policy.on_start(job, p)
-            started.append(JobView(job.job_id, job.gpus, 30.0, time_limit=job.time_limit, start_time=30.0, placement=p))
+            started.append(
+                JobView(job.job_id, job.gpus, 30.0, time_limit=job.time_limit, start_time=30.0, placement=p)
+            )
     shadow, mask = policy.reservation(view, pool, head)
     after = ClusterView(30.0, view.cluster, pool.readonly(), (head,), (*view.running, *started), ())
     assert_same_reservation(shadow, mask, plain_reservation(after, head, placement), pool)

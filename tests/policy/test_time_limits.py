@@ -8,8 +8,13 @@ from slurmrl.traces.schema import Trace, TraceJob
 
 def trace(n: int = 400) -> Trace:
     jobs = tuple(
-        TraceJob(f"j{i}", float(i), duration=30.0 * (1.7 ** (i % 23)), num_gpus=1,
-                 time_limit=1234.0 if i % 50 == 0 else None)
+        TraceJob(
+            f"j{i}",
+            float(i),
+            duration=30.0 * (1.7 ** (i % 23)),
+            num_gpus=1,
+            time_limit=1234.0 if i % 50 == 0 else None,
+        )
         for i in range(n)
     )
     return Trace(jobs, "embedded:test", "test")

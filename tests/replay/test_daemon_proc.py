@@ -23,10 +23,14 @@ def test_made_config_runs_the_policy_on_trace_time(tmp_path: Path) -> None:
 
 def test_admin_config_keeps_its_keys_with_replay_paths(tmp_path: Path) -> None:
     admin = tmp_path / "admin.toml"
-    admin.write_text('policy = "fifo-backfill"\ninterval = 5\nstate_file = "/var/lib/slurmrl/state.json"\n'
-                     '[scope]\npartitions = ["gpu"]\n[slurm]\ntimeout = 7\n')
+    admin.write_text(
+        'policy = "fifo-backfill"\ninterval = 5\nstate_file = "/var/lib/slurmrl/state.json"\n'
+        '[scope]\npartitions = ["gpu"]\n[slurm]\ntimeout = 7\n'
+    )
     folder = tmp_path / "daemon"
-    proc = DaemonProcess(folder, daemon_config_text(DaemonSetup(config_file=admin), folder, 50.0, "/c/slurm.conf"))
+    proc = DaemonProcess(
+        folder, daemon_config_text(DaemonSetup(config_file=admin), folder, 50.0, "/c/slurm.conf")
+    )
     cfg = load_config(str(proc.config_path))
     assert cfg.interval == 5.0 and cfg.scope.partitions == ("gpu",) and cfg.slurm.timeout == 7.0
     assert cfg.state_file == str(folder / "state.json") and cfg.time_scale == 50.0

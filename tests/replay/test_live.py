@@ -33,9 +33,26 @@ def _queue() -> list[str]:
 def test_replay_with_the_daemon_runs_every_job_once_and_leaves_nothing(tmp_path: Path) -> None:
     wait_for(lambda: not _queue(), 120, "an idle cluster before the replay")
     out, twin = tmp_path / "live", tmp_path / "sim"
-    args = ["replay", "--trace", "embedded:philly-sample", "--start", "172800", "--limit", "40",
-            "--speedup", "60", "--policy", "fifo-backfill", "--slurm-conf", os.environ["SLURM_CONF"],
-            "--out", str(out), "--twin-out", str(twin), "--no-progress"]
+    args = [
+        "replay",
+        "--trace",
+        "embedded:philly-sample",
+        "--start",
+        "172800",
+        "--limit",
+        "40",
+        "--speedup",
+        "60",
+        "--policy",
+        "fifo-backfill",
+        "--slurm-conf",
+        os.environ["SLURM_CONF"],
+        "--out",
+        str(out),
+        "--twin-out",
+        str(twin),
+        "--no-progress",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exception is None, result.output
 
@@ -57,4 +74,6 @@ def test_replay_with_the_daemon_runs_every_job_once_and_leaves_nothing(tmp_path:
     sim = read_results(twin)
     assert sim.summary.finished == 40
     gap = live.summary.avg_jct / sim.summary.avg_jct - 1
-    assert abs(gap) <= TOLERANCE, f"live avg JCT {live.summary.avg_jct:.0f} s vs simulated {sim.summary.avg_jct:.0f} s"
+    assert abs(gap) <= TOLERANCE, (
+        f"live avg JCT {live.summary.avg_jct:.0f} s vs simulated {sim.summary.avg_jct:.0f} s"
+    )

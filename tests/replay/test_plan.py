@@ -13,10 +13,20 @@ from slurmrl.traces.schema import Trace, TraceJob
 
 def _trace() -> Trace:
     jobs = (
-        TraceJob("b", submit_time=600.0, duration=7200.0, num_gpus=16, user="u1", vc="vc 1", time_limit=9000.0),
+        TraceJob(
+            "b", submit_time=600.0, duration=7200.0, num_gpus=16, user="u1", vc="vc 1", time_limit=9000.0
+        ),
         TraceJob("a", submit_time=0.0, duration=30.0, num_gpus=1, user="u2", vc="", time_limit=None),
-        TraceJob("c/$(x)", submit_time=600.0, duration=600.0, num_gpus=4, num_nodes=2, user="u3", vc="v",
-                 time_limit=59.0 * 100),
+        TraceJob(
+            "c/$(x)",
+            submit_time=600.0,
+            duration=600.0,
+            num_gpus=4,
+            num_nodes=2,
+            user="u3",
+            vc="v",
+            time_limit=59.0 * 100,
+        ),
     )
     return Trace(jobs=jobs, source="test", format="test")
 
@@ -38,8 +48,9 @@ def test_jobs_are_compressed_floored_and_rounded_as_slurm_keeps_them() -> None:
 
 
 def test_limit_never_below_the_compressed_sleep() -> None:
-    trace = Trace(jobs=(TraceJob("x", 0.0, duration=10_000.0, num_gpus=1, time_limit=100.0),),
-                  source="t", format="t")
+    trace = Trace(
+        jobs=(TraceJob("x", 0.0, duration=10_000.0, num_gpus=1, time_limit=100.0),), source="t", format="t"
+    )
     job = plan_replay(trace, speedup=10.0, gpus_per_node=8).jobs[0]
     assert job.sleep == 1000.0 and job.minutes == math.ceil(1000.0 / 60)
 

@@ -17,12 +17,20 @@ ORIGIN = 1_000_000.0
 
 
 def _plan():
-    trace = Trace(jobs=(TraceJob("t1", 0.0, 1000.0, 4, user="u", vc="v", time_limit=3000.0),
-                        TraceJob("t2", 100.0, 500.0, 8, user="u", vc="v")), source="t", format="t")
+    trace = Trace(
+        jobs=(
+            TraceJob("t1", 0.0, 1000.0, 4, user="u", vc="v", time_limit=3000.0),
+            TraceJob("t2", 100.0, 500.0, 8, user="u", vc="v"),
+        ),
+        source="t",
+        format="t",
+    )
     return plan_replay(trace, speedup=10.0, gpus_per_node=8, submit_user="root")
 
 
-def _seen(state: str, start: float | None, end: float | None, gpus=((("node001", (0, 1, 2, 3)),))) -> Observed:
+def _seen(
+    state: str, start: float | None, end: float | None, gpus=((("node001", (0, 1, 2, 3)),))
+) -> Observed:
     return Observed("7", ORIGIN + 1, start, end, state, tuple(n for n, _ in gpus), gpus, 0)
 
 
@@ -49,9 +57,17 @@ def test_unfinished_and_timed_out_jobs_have_no_end() -> None:
 
 
 def test_observed_keeps_where_the_job_ran_after_it_ended() -> None:
-    running = SlurmJob("7", state="RUNNING", submit_time=1.0, start_time=2.0, nodes=("node001",),
-                       gpu_alloc=(("node001", GresItem("v100", 2, (4, 5))),))
-    ended = SlurmJob("7", state="COMPLETED", submit_time=1.0, start_time=2.0, end_time=9.0, nodes=("node001",))
+    running = SlurmJob(
+        "7",
+        state="RUNNING",
+        submit_time=1.0,
+        start_time=2.0,
+        nodes=("node001",),
+        gpu_alloc=(("node001", GresItem("v100", 2, (4, 5))),),
+    )
+    ended = SlurmJob(
+        "7", state="COMPLETED", submit_time=1.0, start_time=2.0, end_time=9.0, nodes=("node001",)
+    )
     first = Observed.of(running, None)
     last = Observed.of(ended, first)
     assert last.ended and last.end == 9.0 and last.gpus == (("node001", (4, 5)),)

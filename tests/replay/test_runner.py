@@ -35,8 +35,17 @@ class FakeJobs:
         now, out = time.time(), []
         for jid, (t, sleep, name) in self.submitted.items():
             done = now >= t + sleep
-            out.append(SlurmJob(jid, name=name, state="COMPLETED" if done else "RUNNING", submit_time=t,
-                                start_time=t, end_time=t + sleep if done else None, nodes=("node001",)))
+            out.append(
+                SlurmJob(
+                    jid,
+                    name=name,
+                    state="COMPLETED" if done else "RUNNING",
+                    submit_time=t,
+                    start_time=t,
+                    end_time=t + sleep if done else None,
+                    nodes=("node001",),
+                )
+            )
         return tuple(out)
 
     def leftovers(self) -> tuple[str, ...]:

@@ -26,8 +26,21 @@ Text <script>window.pwned = 2</script> and <img src="x" onerror="window.pwned = 
 def test_hostile_card_loses_scripts_handlers_and_script_links() -> None:
     out = markdown_to_html(HOSTILE)
     low = out.lower()
-    for bad in ("<script", "pwned", "javascript:", "data:", "onerror", "onclick", "onload", "onmouseover",
-                "<img", "<iframe", "<svg", "style=", "evil"):
+    for bad in (
+        "<script",
+        "pwned",
+        "javascript:",
+        "data:",
+        "onerror",
+        "onclick",
+        "onload",
+        "onmouseover",
+        "<img",
+        "<iframe",
+        "<svg",
+        "style=",
+        "evil",
+    ):
         assert bad not in low, bad
     assert '<a href="https://example.org/a" rel="noopener noreferrer">fine</a>' in out
     assert '<a href="card-other.html#top" rel="noopener noreferrer">local</a>' in out

@@ -12,7 +12,12 @@ from slurmrl.policy.registry import make_policy, policy_entry, policy_names
 from slurmrl.rl.checkpoints import policy_from_dir, shipped_policy_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = {"topdrl": "topdrl-philly", "harmony": "harmony-philly", "meta-rl": "meta-rl-philly", "maifs": "maifs-philly"}
+SHIPPED = {
+    "topdrl": "topdrl-philly",
+    "harmony": "harmony-philly",
+    "meta-rl": "meta-rl-philly",
+    "maifs": "maifs-philly",
+}
 
 
 def test_every_learned_policy_has_a_shipped_checkpoint() -> None:
@@ -31,7 +36,9 @@ def test_the_package_copy_matches_the_policies_folder(folder: str) -> None:
     """A pip install without ``policies/`` runs the same weights as a checkout."""
     packaged = ROOT / "slurmrl" / "rl" / "shipped" / folder
     for name in ("config.json", "model.safetensors"):
-        assert filecmp.cmp(packaged / name, ROOT / "policies" / folder / name, shallow=False), f"{folder}/{name}"
+        assert filecmp.cmp(packaged / name, ROOT / "policies" / folder / name, shallow=False), (
+            f"{folder}/{name}"
+        )
     assert shipped_policy_dir(folder) == ROOT / "policies" / folder
 
 

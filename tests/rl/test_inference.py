@@ -14,7 +14,9 @@ from slurmrl.rl.topdrl import load_checkpoint, new_network, shipped_policy_dir
 
 def _torch_logits(net: torch.nn.Module, jobs, grid, glob, mask) -> np.ndarray:
     with torch.inference_mode():
-        logits, _ = net(torch.from_numpy(jobs)[None], torch.from_numpy(grid)[None], torch.from_numpy(glob)[None])
+        logits, _ = net(
+            torch.from_numpy(jobs)[None], torch.from_numpy(grid)[None], torch.from_numpy(glob)[None]
+        )
         return masked_logits(logits, torch.from_numpy(mask)[None])[0].numpy()
 
 
@@ -94,7 +96,9 @@ def test_numpy_logits_match_torch_for_the_shipped_checkpoint() -> None:
     grid = rng.random((len(CLUSTER_CHANNELS), 8, 8, 8), dtype=np.float32)
     glob = rng.random(len(GLOBAL_FEATURES), dtype=np.float32)
     mask = np.ones(k + 1, dtype=bool)
-    np.testing.assert_allclose(fast.logits(jobs, grid, glob, mask), _torch_logits(net, jobs, grid, glob, mask), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        fast.logits(jobs, grid, glob, mask), _torch_logits(net, jobs, grid, glob, mask), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_missing_tensor_is_named() -> None:

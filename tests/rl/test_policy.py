@@ -79,7 +79,9 @@ def test_a_weight_of_the_wrong_shape_is_named(tmp_path: Path) -> None:
     state = load_file(str(tmp_path / "model.safetensors"))
     state["wait.2.weight"] = np.zeros((1, 8), dtype=np.float32)
     save_file(state, str(tmp_path / "model.safetensors"))
-    with pytest.raises(PolicyError, match=r"wait\.2\.weight has shape \(1, 8\), config.json implies \(1, 16\)"):
+    with pytest.raises(
+        PolicyError, match=r"wait\.2\.weight has shape \(1, 8\), config.json implies \(1, 16\)"
+    ):
         TopDRLPolicy.from_dir(tmp_path)
 
 
@@ -104,7 +106,9 @@ def test_the_shipped_policy_loads_and_decides_without_torch() -> None:
         print(len(starts), "torch" in sys.modules)
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert int(out[0]) > 0
     assert out[1] == "False"
 

@@ -20,7 +20,9 @@ def _busy_trace(n: int = 120) -> Trace:
     for i in range(n):
         dur = float(rng.choice([600.0, 1800.0, 3600.0]))
         gpus = int(rng.choice([1, 2, 4, 8]))
-        jobs.append(TraceJob(f"j{i}", 20.0 * i, dur, gpus, user=f"u{i % 4}", vc=f"vc{i % 2}", time_limit=2 * dur))
+        jobs.append(
+            TraceJob(f"j{i}", 20.0 * i, dur, gpus, user=f"u{i % 4}", vc=f"vc{i % 2}", time_limit=2 * dur)
+        )
     return Trace(tuple(jobs), "busy", "test")
 
 

@@ -52,8 +52,12 @@ def test_contended_variants_shrink_the_cluster_not_the_timeline(workloads: dict[
 
 def test_rl_split_train_weeks_1_2_eval_weeks_3_4_on_one_cluster(workloads: dict[str, Workload]) -> None:
     roles = {n: sc.role for n, sc in SCENARIOS.items() if sc.role != "benchmark" and sc.trace == PHILLY}
-    assert roles == {"philly-512-week1": "train", "philly-512-week2": "train",
-                     "philly-512-week3": "eval", "philly-512-week4": "eval"}
+    assert roles == {
+        "philly-512-week1": "train",
+        "philly-512-week2": "train",
+        "philly-512-week3": "eval",
+        "philly-512-week4": "eval",
+    }
     windows = [(SCENARIOS[n].start, SCENARIOS[n].end) for n in roles]
     assert windows == [(i * WEEK, (i + 1) * WEEK) for i in range(4)]
     assert {workloads[n].cluster.describe() for n in roles} == {workloads["philly-4w-512"].cluster.describe()}
@@ -84,7 +88,9 @@ def test_the_shipped_rl_checkpoint_runs_on_the_rl_cluster() -> None:
 def test_per_vc_scenarios_run_each_vc_on_its_quota(workloads: dict[str, Workload]) -> None:
     with (shared_traces_dir() / "philly" / "philly_vc_nodes.csv").open() as fh:
         quota = {row["vc"]: int(row["num_nodes"]) for row in csv.DictReader(fh)}
-    per_vc = [sc for sc in SCENARIOS.values() if sc.vcs and sc.trace == PHILLY]  # Chronus VCs are sized by load
+    per_vc = [
+        sc for sc in SCENARIOS.values() if sc.vcs and sc.trace == PHILLY
+    ]  # Chronus VCs are sized by load
     assert per_vc
     for sc in per_vc:
         (vc,) = sc.vcs

@@ -78,8 +78,17 @@ def test_the_rule_is_seeded_and_keeps_its_share() -> None:
 
 @pytest.mark.parametrize(
     "gpus, ceiling, expected",
-    [(1, 64, (1, 2)), (2, 64, (1, 4)), (3, 64, (2, 4)), (6, 64, (4, 8)), (8, 64, (4, 16)), (8, 8, (4, 8)),
-     (8, 4, (4, 8)), (1, 1, None), (16, 40, (8, 32))],
+    [
+        (1, 64, (1, 2)),
+        (2, 64, (1, 4)),
+        (3, 64, (2, 4)),
+        (6, 64, (4, 8)),
+        (8, 64, (4, 16)),
+        (8, 8, (4, 8)),
+        (8, 4, (4, 8)),
+        (1, 1, None),
+        (16, 40, (8, 32)),
+    ],
 )
 def test_ranges_span_powers_of_two_from_half_to_twice(gpus: int, ceiling: int, expected) -> None:
     assert power_of_two_range(gpus, ceiling) == expected
@@ -90,7 +99,9 @@ def test_views_carry_the_ranges_and_rigid_runs_carry_none() -> None:
     cluster = load_cluster("1x2x8:v100")
     elastic = Simulator(trace, cluster, config=ELASTIC_ALL)
     assert elastic.runs["a"].view.gpu_range == (2, 8)
-    assert elastic.runs["b"].view.gpu_range is None  # NCF gains nothing from a second GPU (Pollux caps it at one)
+    assert (
+        elastic.runs["b"].view.gpu_range is None
+    )  # NCF gains nothing from a second GPU (Pollux caps it at one)
     rigid = Simulator(trace, cluster, config=SimConfig(speed_model="none"))
     assert all(run.view.gpu_range is None for run in rigid.runs.values())
 
@@ -105,15 +116,20 @@ def test_a_rigid_job_refuses_another_count() -> None:
 
 
 def test_an_elastic_job_refuses_a_count_outside_its_range() -> None:
-    sim = Simulator(_trace(TraceJob("a", 0.0, 100.0, 4, model="bert")), load_cluster("1x2x8"), config=ELASTIC_ALL)
+    sim = Simulator(
+        _trace(TraceJob("a", 0.0, 100.0, 4, model="bert")), load_cluster("1x2x8"), config=ELASTIC_ALL
+    )
     with pytest.raises(PolicyError, match="gave job a 16 GPUs; it asked for 2-8"):
         sim.run(Script({0.0: Decisions(starts=(Start("a", Placement.of([(0, range(8)), (1, range(8))])),))}))
 
 
 @pytest.mark.parametrize("gpus", [2, 4, 8])
 def test_an_elastic_start_runs_for_duration_times_the_speed_ratio(gpus: int) -> None:
-    sim = Simulator(_trace(TraceJob("a", 0.0, 10_000.0, 4, model="resnet50")), load_cluster("1x2x8:v100"),
-                    config=ELASTIC_ALL)
+    sim = Simulator(
+        _trace(TraceJob("a", 0.0, 10_000.0, 4, model="resnet50")),
+        load_cluster("1x2x8:v100"),
+        config=ELASTIC_ALL,
+    )
     record = sim.run(Script({0.0: Decisions(starts=(Start("a", _on(0, range(gpus))),))})).records[0]
     ratio = sim.scaling.throughput("resnet50", 4) / sim.scaling.throughput("resnet50", gpus)
     assert record.end_time == pytest.approx(10_000.0 * ratio, rel=1e-12)
@@ -123,11 +139,15 @@ def test_an_elastic_start_runs_for_duration_times_the_speed_ratio(gpus: int) -> 
 
 
 def test_a_resize_charges_the_restart_delay_once() -> None:
-    trace = _trace(TraceJob("a", 0.0, 10_000.0, 4, model="resnet50"), TraceJob("b", 1_000.0, 100.0, 8, model="bert"))
+    trace = _trace(
+        TraceJob("a", 0.0, 10_000.0, 4, model="resnet50"), TraceJob("b", 1_000.0, 100.0, 8, model="bert")
+    )
     sim = Simulator(trace, load_cluster("1x2x8:v100"), config=ELASTIC_ALL)
     plan = {
         0.0: Decisions(starts=(Start("a", _on(0, range(4))),)),
-        1_000.0: Decisions(preempt=("a",), starts=(Start("a", _on(0, range(8))), Start("b", _on(1, range(8))))),
+        1_000.0: Decisions(
+            preempt=("a",), starts=(Start("a", _on(0, range(8))), Start("b", _on(1, range(8))))
+        ),
     }
     records = {r.job_id: r for r in sim.run(Script(plan)).records}
     speedup = sim.scaling.count_factor("resnet50", 8, 4)
@@ -141,9 +161,13 @@ def test_rigid_policies_stay_rigid_so_elastic_runs_replay_them_bit_for_bit() -> 
     workload = prepare(trace="embedded:philly-sample", cluster="1x4x8:v100", limit=200)
     for policy in ("fifo", "fifo-backfill", "tiresias", "slurm"):
         off = Simulator(workload.trace, workload.cluster, config=SimConfig()).run(make_policy(policy))
-        on = Simulator(workload.trace, workload.cluster, config=SimConfig(elastic="fraction:1")).run(make_policy(policy))
+        on = Simulator(workload.trace, workload.cluster, config=SimConfig(elastic="fraction:1")).run(
+            make_policy(policy)
+        )
         # The same schedule; only elastic jobs' processing times (best_time) know their ranges.
-        assert [replace(r, best_time=0.0) for r in on.records] == [replace(r, best_time=0.0) for r in off.records]
+        assert [replace(r, best_time=0.0) for r in on.records] == [
+            replace(r, best_time=0.0) for r in off.records
+        ]
         assert any(a.best_time < b.best_time for a, b in zip(on.records, off.records, strict=True)), policy
 
 
@@ -157,17 +181,45 @@ def test_the_setting_is_recorded_in_meta_and_summary(tmp_path: Path) -> None:
 
 
 def test_the_cli_error_for_a_bad_setting_is_one_line() -> None:
-    result = CliRunner().invoke(main, ["simulate", "--trace", "embedded:philly-sample", "--cluster", "1x2x8",
-                                       "--limit", "10", "--no-progress", "--elastic", "fraction:2"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--trace",
+            "embedded:philly-sample",
+            "--cluster",
+            "1x2x8",
+            "--limit",
+            "10",
+            "--no-progress",
+            "--elastic",
+            "fraction:2",
+        ],
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "--elastic" in errors[0] and "fraction:2" in errors[0], result.output
 
 
 def test_the_cli_runs_elastic_and_prints_the_setting() -> None:
-    result = CliRunner().invoke(main, ["simulate", "--trace", "embedded:philly-sample", "--cluster", "1x2x8",
-                                       "--limit", "30", "--no-progress", "--policy", "afs",
-                                       "--elastic", "fraction:0.5", "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--trace",
+            "embedded:philly-sample",
+            "--cluster",
+            "1x2x8",
+            "--limit",
+            "30",
+            "--no-progress",
+            "--policy",
+            "afs",
+            "--elastic",
+            "fraction:0.5",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["meta"]["elastic"] == "fraction:0.5"
 
@@ -178,4 +230,7 @@ def test_an_elastic_jobs_processing_time_is_its_fastest_count() -> None:
     record = sim.run(Script({0.0: Decisions(starts=(Start("a", _on(0, range(4))),))})).records[0]
     assert record.best_time == pytest.approx(10_000.0 / sim.scaling.count_factor("resnet50", 8, 4), rel=1e-12)
     rigid = Simulator(trace, load_cluster("1x2x8:v100"), config=SimConfig(speed_model="none"))
-    assert rigid.run(Script({0.0: Decisions(starts=(Start("a", _on(0, range(4))),))})).records[0].best_time == 10_000.0
+    assert (
+        rigid.run(Script({0.0: Decisions(starts=(Start("a", _on(0, range(4))),))})).records[0].best_time
+        == 10_000.0
+    )

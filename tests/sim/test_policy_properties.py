@@ -41,7 +41,9 @@ job_rows = st.lists(
 def make_trace(rows, max_gpus: int) -> Trace:
     jobs = sorted(
         (
-            TraceJob(f"j{i}", s, d, min(g, max_gpus), user=f"u{i % 3}", vc=f"vc{i % 2}", model=m, time_limit=t)
+            TraceJob(
+                f"j{i}", s, d, min(g, max_gpus), user=f"u{i % 3}", vc=f"vc{i % 2}", model=m, time_limit=t
+            )
             for i, (s, d, g, m, t) in enumerate(rows)
         ),
         key=lambda j: (j.submit_time, j.job_id),
@@ -98,8 +100,9 @@ def check_ownership(log, submit: dict[str, float]) -> int:
     enforce=st.booleans(),
     seed=st.integers(0, 3),
 )
-def test_every_policy_keeps_the_invariants(policy: str, rows, spec: str, speed_model: str, enforce: bool,
-                                           seed: int) -> None:
+def test_every_policy_keeps_the_invariants(
+    policy: str, rows, spec: str, speed_model: str, enforce: bool, seed: int
+) -> None:
     cluster = load_cluster(spec)
     trace = make_trace(rows, cluster.total_gpus)
     config = SimConfig(seed=seed, speed_model=speed_model, enforce_time_limits=enforce)
@@ -128,7 +131,10 @@ def test_every_policy_keeps_the_invariants(policy: str, rows, spec: str, speed_m
 
     summary = summarize(result.records, result.samples, cluster, wall_seconds=0.0).to_dict()
     assert (summary["jobs"], summary["finished"], summary["killed"], summary["unfinished"]) == (
-        len(trace.jobs), len(finished), len(killed), len(unfinished)
+        len(trace.jobs),
+        len(finished),
+        len(killed),
+        len(unfinished),
     )
     if summary["avg_jct"] is not None and summary["avg_jct_lower_bound"] is not None:
         assert summary["avg_jct"] >= summary["avg_jct_lower_bound"] * (1 - 1e-9)

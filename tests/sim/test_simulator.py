@@ -38,7 +38,10 @@ jobs_strategy = st.lists(
 
 def make_trace(rows: list[tuple[float, float, int, str]]) -> Trace:
     jobs = sorted(
-        (TraceJob(f"j{i}", s, d, g, user=f"u{i % 3}", vc=f"vc{i % 2}", model=m) for i, (s, d, g, m) in enumerate(rows)),
+        (
+            TraceJob(f"j{i}", s, d, g, user=f"u{i % 3}", vc=f"vc{i % 2}", model=m)
+            for i, (s, d, g, m) in enumerate(rows)
+        ),
         key=lambda j: (j.submit_time, j.job_id),
     )
     return Trace(tuple(jobs), "test", "constructed")
@@ -131,7 +134,9 @@ def test_colocation_slows_both_jobs() -> None:
 @pytest.mark.parametrize("speed_model", ["none", "placement"])
 def test_without_colocation_neighbours_cost_nothing(speed_model: str) -> None:
     trace = make_trace([(0.0, 1000.0, 2, "vgg16"), (0.0, 1000.0, 2, "vgg16")])
-    records = Simulator(trace, CLUSTER, config=SimConfig(speed_model=speed_model)).run(make_policy("fifo")).records
+    records = (
+        Simulator(trace, CLUSTER, config=SimConfig(speed_model=speed_model)).run(make_policy("fifo")).records
+    )
     assert [r.run_time for r in records] == [1000.0, 1000.0]
 
 

@@ -101,7 +101,7 @@ class TrackableResources:
         out = TrackableResources()
         for key, count in pairs.items():
             if key.startswith("gres/gpu"):
-                name = key[len("gres/"):]
+                name = key[len("gres/") :]
                 typ = name.split(":", 1)[1] if ":" in name else None
                 out.gres[name] = GPU(int(count), typ)
         return out
@@ -111,8 +111,14 @@ def dependency_dict(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     out: dict[str, Any] = {
-        "after": [], "afterany": [], "afterburstbuffer": [], "aftercorr": [], "afternotok": [],
-        "afterok": [], "singleton": False, "satisfy": "all",
+        "after": [],
+        "afterany": [],
+        "afterburstbuffer": [],
+        "aftercorr": [],
+        "afternotok": [],
+        "afterok": [],
+        "singleton": False,
+        "satisfy": "all",
     }
     delim = ","
     if "?" in text:
@@ -130,13 +136,45 @@ class Job:
     """``raw`` keys are slurm_job_info_t field names; attributes are pyslurm's."""
 
     RAW = dict(
-        job_id=0, array_job_id=0, array_task_id=0xFFFFFFFE, array_task_str=None, name="", user_name="root",
-        account=None, partition="gpu", qos=None, job_state="PENDING", state_reason="None", submit_time=0,
-        start_time=0, time_limit=0xFFFFFFFE, priority=1, num_nodes=1, max_nodes=0, nodes=None,
-        req_nodes=None, exc_nodes=None, features=None, prefer=None, shared=NO_VAL16, pn_min_cpus=1,
-        num_cpus=1, num_tasks=1, ntasks_per_node=0, pn_min_memory=None, mem_per_cpu=True, tres_per_node=None,
-        tres_per_job=None, tres_per_task=None, tres_per_socket=None, tres_req_str=None,
-        tres_alloc_str=None, comment=None, admin_comment=None, dependency=None, gres_detail=None,
+        job_id=0,
+        array_job_id=0,
+        array_task_id=0xFFFFFFFE,
+        array_task_str=None,
+        name="",
+        user_name="root",
+        account=None,
+        partition="gpu",
+        qos=None,
+        job_state="PENDING",
+        state_reason="None",
+        submit_time=0,
+        start_time=0,
+        time_limit=0xFFFFFFFE,
+        priority=1,
+        num_nodes=1,
+        max_nodes=0,
+        nodes=None,
+        req_nodes=None,
+        exc_nodes=None,
+        features=None,
+        prefer=None,
+        shared=NO_VAL16,
+        pn_min_cpus=1,
+        num_cpus=1,
+        num_tasks=1,
+        ntasks_per_node=0,
+        pn_min_memory=None,
+        mem_per_cpu=True,
+        tres_per_node=None,
+        tres_per_job=None,
+        tres_per_task=None,
+        tres_per_socket=None,
+        tres_req_str=None,
+        tres_alloc_str=None,
+        comment=None,
+        admin_comment=None,
+        dependency=None,
+        gres_detail=None,
     )
 
     def __init__(self, **raw: Any) -> None:
@@ -220,8 +258,18 @@ class Job:
 
 class Node:
     RAW = dict(
-        name="", node_state="IDLE", partitions=None, gres=None, alloc_tres_fmt_str=None, cpus=0,
-        alloc_cpus=0, real_memory=0, alloc_memory=0, features=None, features_act=None, reason=None,
+        name="",
+        node_state="IDLE",
+        partitions=None,
+        gres=None,
+        alloc_tres_fmt_str=None,
+        cpus=0,
+        alloc_cpus=0,
+        real_memory=0,
+        alloc_memory=0,
+        features=None,
+        features_act=None,
+        reason=None,
     )
 
     def __init__(self, **raw: Any) -> None:

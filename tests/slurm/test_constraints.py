@@ -19,7 +19,9 @@ from slurmrl.slurm.snapshot import SlurmJob, SlurmNode, Snapshot
 FIX = Path(__file__).resolve().parent / "fixtures"
 VERSIONS = ["v22.05", "v23.02", "v23.11", "v24.05", "v24.11", "v25.11", "v26.05"]
 FEATURES = {
-    "node01": {"fast", "node01"}, "node02": {"fast", "node02"}, "node03": {"big", "node03"},
+    "node01": {"fast", "node01"},
+    "node02": {"fast", "node02"},
+    "node03": {"big", "node03"},
     "node04": {"big", "fast", "node04"},
 }
 # name: (partitions, excluded, constraint, prefer, cpus/node, MB/node, exclusive, min, max, required, GPUs)
@@ -32,8 +34,17 @@ EXPECTED = {
 
 def _limits(job: SlurmJob) -> tuple:
     return (
-        job.partitions, job.excluded_nodes, job.constraint, job.prefer, job.cpus_per_node,
-        job.memory_per_node_mb, job.exclusive, job.num_nodes, job.max_nodes, job.required_nodes, job.gpus.total,
+        job.partitions,
+        job.excluded_nodes,
+        job.constraint,
+        job.prefer,
+        job.cpus_per_node,
+        job.memory_per_node_mb,
+        job.exclusive,
+        job.num_nodes,
+        job.max_nodes,
+        job.required_nodes,
+        job.gpus.total,
     )
 
 
@@ -44,7 +55,9 @@ def test_job_limits_every_json_version(version: str) -> None:
 
 
 def test_job_limits_text() -> None:
-    jobs = {j.name: j for j in parse_scontrol_jobs((FIX / "v22.05" / "limits_scontrol_show_job.txt").read_text())}
+    jobs = {
+        j.name: j for j in parse_scontrol_jobs((FIX / "v22.05" / "limits_scontrol_show_job.txt").read_text())
+    }
     assert {name: _limits(job) for name, job in jobs.items()} == EXPECTED
 
 
@@ -60,7 +73,10 @@ def test_node_features_every_json_version(version: str) -> None:
 
 
 def test_node_features_text_and_allocation() -> None:
-    nodes = {n.name: n for n in parse_scontrol_nodes((FIX / "v22.05" / "limits_scontrol_show_node.txt").read_text())}
+    nodes = {
+        n.name: n
+        for n in parse_scontrol_nodes((FIX / "v22.05" / "limits_scontrol_show_node.txt").read_text())
+    }
     assert {name: set(n.features) for name, n in nodes.items()} == FEATURES
     multi_line = (FIX / "v22.05" / "scontrol_show_node.txt").read_text()
     one_line = "\n".join(" ".join(rec.split()) for rec in multi_line.split("\n\n") if rec.strip())
@@ -70,7 +86,13 @@ def test_node_features_text_and_allocation() -> None:
 
 def test_megabytes() -> None:
     assert [parse_megabytes(t) for t in ("8G", "1024M", "512", "0", "", "1.5G", "2T")] == [
-        8192, 1024, 512, None, None, 1536, 2097152,
+        8192,
+        1024,
+        512,
+        None,
+        None,
+        1536,
+        2097152,
     ]
 
 
@@ -146,7 +168,10 @@ def test_pin_support_by_version_and_features() -> None:
     plain = _snapshot(nodes=tuple(replace(n, features=frozenset({"fast"})) for n in snap.nodes))
     assert not plain.pin_support.soft and plain.pin_support.prefer_value(jobs["lim_or"], ["node01"]) is None
     assert snap.to_dict()["pin_support"] == {
-        "prefer": True, "node_name_features": True, "exact_count": False, "soft": True,
+        "prefer": True,
+        "node_name_features": True,
+        "exact_count": False,
+        "soft": True,
     }
 
 
@@ -161,7 +186,9 @@ def test_views_carry_limits_and_placements_obey_them() -> None:
     assert by_name["lim_counts"].required_nodes == ("node01",)
     scoped = scoped_pending(released, ScopeConfig())
     daemon_view = build_view(released, scoped, ScopeConfig())
-    assert {j.name: j.allowed_nodes for j in daemon_view.pending} == {j.name: j.allowed_nodes for j in view.pending}
+    assert {j.name: j.allowed_nodes for j in daemon_view.pending} == {
+        j.name: j.allowed_nodes for j in view.pending
+    }
     for name in ("consolidate", "first-fit", "interference-aware", "topology"):
         placement = make_placement(name)
         for job in view.pending:
@@ -172,7 +199,9 @@ def test_views_carry_limits_and_placements_obey_them() -> None:
         assert placement.place(by_name["lim_all"], view.pool.copy(), view).nodes == (idx["node04"],)
 
 
-def test_unsupported_constraint_logged_once(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsupported_constraint_logged_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from slurmrl.slurm import constraints
 
     monkeypatch.setattr(constraints, "_WARNED", set())
@@ -192,4 +221,6 @@ def test_a_restricted_failure_dooms_no_other_job() -> None:
     failures.add(JobView("a", 2, 0.0, allowed_nodes=frozenset({0})))
     assert not failures.doomed(JobView("b", 4, 0.0))
     failures.add(JobView("c", 2, 0.0))
-    assert failures.doomed(JobView("d", 4, 0.0)) and failures.doomed(JobView("e", 4, 0.0, allowed_nodes=frozenset()))
+    assert failures.doomed(JobView("d", 4, 0.0)) and failures.doomed(
+        JobView("e", 4, 0.0, allowed_nodes=frozenset())
+    )

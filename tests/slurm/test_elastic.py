@@ -94,7 +94,11 @@ def test_the_request_as_scontrol_shows_it() -> None:
     [
         (GpuAsk(4, 1), "4x1", ("Gres=gpu:4", "NumNodes=1")),
         (GpuAsk(4, 2, "v100", 2), "4x2-2,type=v100", ("Gres=gpu:v100:4", "NumNodes=2-2")),
-        (GpuAsk(8, 1, "v100", None, 1), "8x1,cpus=1,type=v100", ("Gres=gpu:v100:8", "NumNodes=1", "NumCPUs=1")),
+        (
+            GpuAsk(8, 1, "v100", None, 1),
+            "8x1,cpus=1,type=v100",
+            ("Gres=gpu:v100:8", "NumNodes=1", "NumCPUs=1"),
+        ),
     ],
 )
 def test_a_request_round_trips_through_its_text(ask: GpuAsk, text: str, settings: tuple[str, ...]) -> None:

@@ -27,7 +27,6 @@ pytestmark = pytest.mark.slurm
 QUOTED = 'a "b" |c $(x)'
 
 
-
 def _sbatch(*args: str) -> str:
     out = subprocess.run(
         ["sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", *args],
@@ -76,7 +75,9 @@ def jobs():
         # Submitted last: with PriorityWeightJobSize it would otherwise take the whole cluster first.
         # Every node, whole: it waits for the jobs above wherever they run.
         nodes = len(node_gpus())
-        ids["big"] = _sbatch(f"--job-name={tag}-big", f"-N{nodes}", "--gpus-per-node=8", "--wrap", "sleep 300")
+        ids["big"] = _sbatch(
+            f"--job-name={tag}-big", f"-N{nodes}", "--gpus-per-node=8", "--wrap", "sleep 300"
+        )
         time.sleep(3)
         yield ids
     finally:

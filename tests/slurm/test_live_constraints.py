@@ -41,14 +41,18 @@ def set_features(clear: bool = False) -> None:
     for node in node_gpus():
         feat = FEATURES.get(node)
         value = "" if clear else (f"{feat},{node}" if feat else node)
-        out = run("scontrol", "update", f"NodeName={node}", f"AvailableFeatures={value}", f"ActiveFeatures={value}")
+        out = run(
+            "scontrol", "update", f"NodeName={node}", f"AvailableFeatures={value}", f"ActiveFeatures={value}"
+        )
         assert out.returncode == 0, out.stderr
 
 
 @pytest.fixture(scope="module", autouse=True)
 def features():
     # Start from an idle cluster: other live tests may still be cancelling their jobs.
-    wait_for(lambda: not run("squeue", "-h", "-t", "RUNNING,COMPLETING").stdout.strip(), 120, "an idle cluster")
+    wait_for(
+        lambda: not run("squeue", "-h", "-t", "RUNNING,COMPLETING").stdout.strip(), 120, "an idle cluster"
+    )
     set_features()
     yield
     if SUBMITTED:
@@ -58,9 +62,13 @@ def features():
 
 def make_config(tmp: Path) -> DaemonConfig:
     return DaemonConfig(
-        policy="fifo-backfill", placement="first-fit", interval=1.0,
-        state_file=str(tmp / "state.json"), audit_log=str(tmp / "audit.jsonl"),
-        backoff_initial=1.0, backoff_max=2.0,
+        policy="fifo-backfill",
+        placement="first-fit",
+        interval=1.0,
+        state_file=str(tmp / "state.json"),
+        audit_log=str(tmp / "audit.jsonl"),
+        backoff_initial=1.0,
+        backoff_max=2.0,
         scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
         slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
     )
@@ -104,7 +112,9 @@ def test_refused_pin_is_removed_once_and_not_set_again(tmp_path: Path) -> None:
         time.sleep(1.0)
     assert pins == ["(null)"] * 5, pins  # removed once, never set again: no flip-flop
     audit = [json.loads(line) for line in Path(cfg.audit_log).read_text().splitlines() if line.strip()]
-    node_changes = [a for a in audit if a.get("kind") == "change" and a.get("job") == job and a.get("field") == "nodes"]
+    node_changes = [
+        a for a in audit if a.get("kind") == "change" and a.get("job") == job and a.get("field") == "nodes"
+    ]
     assert len(node_changes) == 2, node_changes  # the pin and its one removal
     daemon.revert()
     run("scancel", job, *fill)

@@ -42,11 +42,21 @@ def test_every_setting_is_read_from_a_constructed_slurm_conf() -> None:
     s = scheduler_settings(parse_slurm_conf(FULL, "site/slurm.conf"))
     assert s == SchedulerSettings(
         priority_type="priority/multifactor",
-        weight_age=1000, weight_job_size=500, weight_fairshare=10000, weight_partition=200, weight_qos=300,
-        max_age=14 * DAY, decay_half_life=2.5 * DAY, calc_period=600.0, favor_small=True,
+        weight_age=1000,
+        weight_job_size=500,
+        weight_fairshare=10000,
+        weight_partition=200,
+        weight_qos=300,
+        max_age=14 * DAY,
+        decay_half_life=2.5 * DAY,
+        calc_period=600.0,
+        favor_small=True,
         priority_flags=("NO_FAIR_TREE", "SMALL_RELATIVE_TO_TIME"),
         scheduler_type="sched/backfill",
-        bf_interval=60.0, bf_window=2 * DAY, bf_resolution=300.0, bf_max_job_test=1000,
+        bf_interval=60.0,
+        bf_window=2 * DAY,
+        bf_resolution=300.0,
+        bf_max_job_test=1000,
     )
     assert s.multifactor and s.backfill and not s.fair_tree
     assert s.source == "site/slurm.conf"
@@ -55,7 +65,12 @@ def test_every_setting_is_read_from_a_constructed_slurm_conf() -> None:
 def test_defaults_are_slurms_own() -> None:
     s = scheduler_settings(parse_slurm_conf("ClusterName=x\n", "slurm.conf"))
     assert s == SchedulerSettings()
-    assert (s.priority_type, s.weight_age, s.weight_job_size, s.weight_fairshare) == ("priority/basic", 0, 0, 0)
+    assert (s.priority_type, s.weight_age, s.weight_job_size, s.weight_fairshare) == (
+        "priority/basic",
+        0,
+        0,
+        0,
+    )
     assert (s.max_age, s.decay_half_life, s.calc_period) == (7 * DAY, 7 * DAY, 300.0)
     assert (s.bf_interval, s.bf_resolution, s.bf_window, s.bf_max_job_test) == (30.0, 60.0, DAY, 500)
     assert s.fair_tree and s.backfill and not s.multifactor and not s.favor_small
@@ -92,9 +107,19 @@ SchedulerType           = sched/backfill
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("5", 300.0), ("5:30", 330.0), ("1:02:03", 3723.0), ("2-3", 2 * DAY + 3 * 3600),
-     ("2-3:04", 2 * DAY + 3 * 3600 + 240), ("7-00:00:00", 7 * DAY), ("0", 0.0), ("1-", None),
-     ("abc", None), ("-5", None), ("INFINITE", None)],
+    [
+        ("5", 300.0),
+        ("5:30", 330.0),
+        ("1:02:03", 3723.0),
+        ("2-3", 2 * DAY + 3 * 3600),
+        ("2-3:04", 2 * DAY + 3 * 3600 + 240),
+        ("7-00:00:00", 7 * DAY),
+        ("0", 0.0),
+        ("1-", None),
+        ("abc", None),
+        ("-5", None),
+        ("INFINITE", None),
+    ],
 )
 def test_time_strings(text: str, seconds: float | None) -> None:
     assert parse_time(text) == seconds

@@ -81,24 +81,36 @@ def _attempt(start: str, end: str | None, machines: dict[str, int]) -> dict[str,
 def test_philly_raw_node_count_is_the_last_attempts_machines(tmp_path: Path) -> None:
     jobs = [
         {  # 16 GPUs over two 8-GPU machines, then retried on four machines
-            "jobid": "moved", "vc": "v", "status": "Pass", "submitted_time": "2017-10-03 00:00:00",
+            "jobid": "moved",
+            "vc": "v",
+            "status": "Pass",
+            "submitted_time": "2017-10-03 00:00:00",
             "attempts": [
                 _attempt("00:01:00", "00:02:00", {"m1": 8, "m2": 8}),
                 _attempt("00:03:00", "00:04:00", {"m3": 4, "m4": 4, "m5": 4, "m6": 4}),
             ],
         },
         {  # the last attempt never started but was placed: its machines still count
-            "jobid": "placed", "vc": "v", "status": "Failed", "submitted_time": "2017-10-03 00:00:01",
+            "jobid": "placed",
+            "vc": "v",
+            "status": "Failed",
+            "submitted_time": "2017-10-03 00:00:01",
             "attempts": [
                 _attempt("00:01:00", "00:02:00", {"m1": 2, "m2": 2}),
                 _attempt("00:03:00", None, {"m7": 4}),
             ],
         },
         {  # a machine listed twice is one node; a trailing attempt without machines is passed over
-            "jobid": "twice", "vc": "v", "status": "Pass", "submitted_time": "2017-10-03 00:00:02",
+            "jobid": "twice",
+            "vc": "v",
+            "status": "Pass",
+            "submitted_time": "2017-10-03 00:00:02",
             "attempts": [
-                {"start_time": "2017-10-03 00:01:00", "end_time": "2017-10-03 00:02:00",
-                 "detail": [{"ip": "m9", "gpus": ["gpu0"]}, {"ip": "m9", "gpus": ["gpu1"]}]},
+                {
+                    "start_time": "2017-10-03 00:01:00",
+                    "end_time": "2017-10-03 00:02:00",
+                    "detail": [{"ip": "m9", "gpus": ["gpu0"]}, {"ip": "m9", "gpus": ["gpu1"]}],
+                },
                 {"start_time": None, "end_time": None, "detail": []},
             ],
         },

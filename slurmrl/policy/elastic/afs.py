@@ -111,7 +111,9 @@ class MarginalGain:
             grants[job.job_id] = _Grant(job, placement, False)
         return waiting
 
-    def _shrink_for(self, waiting: JobView, view: ClusterView, pool: GpuPool, grants: dict[str, _Grant]) -> None:
+    def _shrink_for(
+        self, waiting: JobView, view: ClusterView, pool: GpuPool, grants: dict[str, _Grant]
+    ) -> None:
         """Step running elastic jobs down until ``waiting`` fits; change nothing if it never does."""
         curves = self.curves(view)
         trial = pool.copy()
@@ -141,8 +143,10 @@ class MarginalGain:
         curves = self.curves(view)
         current: dict[str, JobView] = {g.job.job_id: g.job for g in grants.values()}
         current.update((j.job_id, j) for j in view.running if self._may_resize(j, view))
-        counts = {job_id: _count(grants[job_id].job, grants[job_id].placement) if job_id in grants else _count(job)
-                  for job_id, job in current.items()}
+        counts = {
+            job_id: _count(grants[job_id].job, grants[job_id].placement) if job_id in grants else _count(job)
+            for job_id, job in current.items()
+        }
         blocked: set[str] = set()
         while pool.total_free > 0:
             best = self._best_step(curves, current, counts, blocked, pool.total_free)
@@ -172,7 +176,9 @@ class MarginalGain:
                 best = (gain, job_id, bigger)
         return None if best is None else (best[1], best[2])
 
-    def _regrant(self, job: JobView, gpus: int, view: ClusterView, pool: GpuPool, grants: dict[str, _Grant]) -> bool:
+    def _regrant(
+        self, job: JobView, gpus: int, view: ClusterView, pool: GpuPool, grants: dict[str, _Grant]
+    ) -> bool:
         """Move ``job`` to ``gpus`` GPUs in the scratch pool; False (and no change) if it cannot be placed."""
         old = grants[job.job_id].placement if job.job_id in grants else job.placement
         pool.release(old)  # type: ignore[arg-type]

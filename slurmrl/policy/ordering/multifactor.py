@@ -112,7 +112,10 @@ class MultifactorConfig:
 
 # Site-typical weights (see the module docstring) with Slurm's defaults for the rest.
 SITE_TYPICAL = SchedulerSettings(
-    priority_type="priority/multifactor", weight_age=1000, weight_job_size=1000, weight_fairshare=10000,
+    priority_type="priority/multifactor",
+    weight_age=1000,
+    weight_job_size=1000,
+    weight_fairshare=10000,
 )
 _ASSOC = "\x1f"  # joins group and user into one association key under Fair Tree
 
@@ -253,7 +256,12 @@ class MultifactorOrdering:
         fs = np.ones(accounts.size)
         known = accounts < self._fs.size
         fs[known] = self._fs[accounts[known]]
-        return -(cfg.weight_age * age + cfg.weight_job_size * size + cfg.weight_fairshare * fs + cfg.weight_partition)
+        return -(
+            cfg.weight_age * age
+            + cfg.weight_job_size * size
+            + cfg.weight_fairshare * fs
+            + cfg.weight_partition
+        )
 
     def priorities(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
         """Slurm priority of each job under the current factors (higher runs first)."""
@@ -323,7 +331,10 @@ class SlurmPolicy(SlurmBackfill):
 
 
 def make_slurm(
-    placement: PlacementPolicy, config: MultifactorConfig | None = None, *, settings: SchedulerSettings | None = None
+    placement: PlacementPolicy,
+    config: MultifactorConfig | None = None,
+    *,
+    settings: SchedulerSettings | None = None,
 ) -> SlurmPolicy:
     """Slurm's scheduler: ``settings`` if given, else the cluster's own, else :data:`SITE_TYPICAL`."""
     return SlurmPolicy(placement, config, settings)

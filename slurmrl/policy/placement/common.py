@@ -54,9 +54,7 @@ def tables(cluster: Cluster) -> ClusterTables:
         dense = {v: i for i, v in enumerate(dict.fromkeys(node.islands))}
         island_of[node.index, : node.gpus] = [dense[v] for v in node.islands]
     n_isl = int(island_of.max()) + 1 if n else 1
-    types = {
-        t: np.array([nd.gpu_type == t for nd in cluster.nodes], dtype=bool) for t in cluster.gpu_types
-    }
+    types = {t: np.array([nd.gpu_type == t for nd in cluster.nodes], dtype=bool) for t in cluster.gpu_types}
     for arr in (island_of, *types.values()):
         arr.setflags(write=False)
     flat = tuple(len(set(nd.islands)) in (1, nd.gpus) for nd in cluster.nodes)

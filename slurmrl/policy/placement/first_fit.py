@@ -105,7 +105,9 @@ class FirstFitBound:
         if job.allowed_nodes is not None:
             self._eligible = [ok and i in job.allowed_nodes for i, ok in enumerate(self._eligible)]
         live = [c for c, ok in zip(self._counts, self._eligible, strict=True) if ok]
-        self._nonzero = [i for i, (c, ok) in enumerate(zip(self._counts, self._eligible, strict=True)) if ok and c]
+        self._nonzero = [
+            i for i, (c, ok) in enumerate(zip(self._counts, self._eligible, strict=True)) if ok and c
+        ]
         self._max = max(live, default=0)
         self._total = sum(live)
         self._answer: bool | None = None  # None: to be worked out again
@@ -124,7 +126,12 @@ class FirstFitBound:
                 if after > self._max:
                     self._max = after
                 nonzero = self._nonzero
-                if self._one_node or self._k is None or len(nonzero) < self._k or node <= nonzero[self._k - 1]:
+                if (
+                    self._one_node
+                    or self._k is None
+                    or len(nonzero) < self._k
+                    or node <= nonzero[self._k - 1]
+                ):
                     self._answer = None  # the first k nodes with free GPUs changed
                 if not before:
                     bisect.insort(nonzero, node)

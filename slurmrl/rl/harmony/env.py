@@ -63,7 +63,9 @@ def decision_reward(gpus: int, run_time: float, best_time: float) -> float:
 class PlacementEnv:
     """Draws episode windows and replays them with a given node chooser."""
 
-    def __init__(self, config: EnvConfig = EnvConfig(), *, workloads: Sequence[Workload] | None = None) -> None:
+    def __init__(
+        self, config: EnvConfig = EnvConfig(), *, workloads: Sequence[Workload] | None = None
+    ) -> None:
         if config.episode_jobs < 1:
             raise ConfigError(f"episode_jobs must be at least 1, got {config.episode_jobs}")
         self.config = config

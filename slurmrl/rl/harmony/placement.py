@@ -76,8 +76,15 @@ class HarmonyPlacement:
             return None
         loads = self._loads_for(view)
         o = observe(
-            job, self.queue, pool, loads, self.obs,
-            now=view.now, pending=len(view.pending), running=len(view.running), eligible=mask,
+            job,
+            self.queue,
+            pool,
+            loads,
+            self.obs,
+            now=view.now,
+            pending=len(view.pending),
+            running=len(view.running),
+            eligible=mask,
         )
         node, logp = self.chooser(o)
         if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook

@@ -122,7 +122,11 @@ class HarmonyPolicy:
 
 
 def save_checkpoint(
-    directory: Path, net: HarmonyNet, obs: HarmonyObs, ordering: str, extra: Mapping[str, object] | None = None
+    directory: Path,
+    net: HarmonyNet,
+    obs: HarmonyObs,
+    ordering: str,
+    extra: Mapping[str, object] | None = None,
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -145,14 +149,22 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
         obs = HarmonyObs.from_dict(raw["obs"])
         ordering = str(raw.get("ordering", DEFAULT_ORDERING))
     except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)) from None
+        raise PolicyError(
+            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+        ) from None
     if (net_cfg.job_features, net_cfg.node_features) != (obs.job_features, obs.node_features):
-        raise PolicyError(f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path))
-    return HarmonyCheckpoint(net_cfg, obs, ordering), checkpoints.read_weights(directory, weight_shapes(net_cfg))
+        raise PolicyError(
+            f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
+        )
+    return HarmonyCheckpoint(net_cfg, obs, ordering), checkpoints.read_weights(
+        directory, weight_shapes(net_cfg)
+    )
+
 
 def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
     """The shipped checkpoint folder (see :func:`slurmrl.rl.checkpoints.shipped_policy_dir`)."""
     return checkpoints.shipped_policy_dir(name)
+
 
 def make_harmony(placement: PlacementPolicy) -> HarmonyPolicy:
     """Registry factory: the shipped checkpoint; ``placement`` places the jobs the pointer does not."""

@@ -75,8 +75,14 @@ class ReplayBuffer:
             raise ValueError("cannot sample an empty replay buffer")
         idx = rng.integers(0, self.size, size=batch)
         return ReplayBatch(
-            self.job[idx], self.window[idx], self.nodes[idx], self.globals[idx], self.mask[idx],
-            self.actions[idx], self.logp[idx], self.returns[idx],
+            self.job[idx],
+            self.window[idx],
+            self.nodes[idx],
+            self.globals[idx],
+            self.mask[idx],
+            self.actions[idx],
+            self.logp[idx],
+            self.returns[idx],
         )
 
 

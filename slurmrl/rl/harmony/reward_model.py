@@ -39,7 +39,11 @@ class RewardModel:
         with torch.random.fork_rng():  # seeded weights without touching the caller's torch RNG
             torch.manual_seed(seed)
             self.net = nn.Sequential(
-                nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+                nn.Linear(inputs, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, 1),
             )
         self.opt = torch.optim.Adam(self.net.parameters(), lr=lr)
         self._x: list[np.ndarray] = []

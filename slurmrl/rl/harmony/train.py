@@ -86,9 +86,22 @@ class HarmonyResult:
 
 
 LOG_FIELDS = (
-    "episode", "wall_s", "cpu_s", "decisions", "reward_source", "real_rewards", "predicted_rewards",
-    "mean_reward", "episode_avg_jct", "rm_heldout_r2", "rm_fit_r2", "policy_loss", "value_loss",
-    "entropy", "mean_rho", "eval_avg_jct",
+    "episode",
+    "wall_s",
+    "cpu_s",
+    "decisions",
+    "reward_source",
+    "real_rewards",
+    "predicted_rewards",
+    "mean_reward",
+    "episode_avg_jct",
+    "rm_heldout_r2",
+    "rm_fit_r2",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "mean_rho",
+    "eval_avg_jct",
 )
 
 
@@ -101,7 +114,9 @@ def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) ->
     """Mean over ``windows`` of the greedy policy's average JCT (seconds)."""
     infer = _numpy(net)
     jcts = [
-        float(run_policy(w, env.policy(greedy_chooser(infer.logits)), settings=env.settings).summary["avg_jct"])  # type: ignore[arg-type]
+        float(
+            run_policy(w, env.policy(greedy_chooser(infer.logits)), settings=env.settings).summary["avg_jct"]
+        )  # type: ignore[arg-type]
         for w in windows
     ]
     return float(np.mean(jcts))
@@ -119,7 +134,9 @@ class UpdateStats:
     mean_rho: float
 
 
-def update(net: HarmonyNet, opt: torch.optim.Optimizer, batch: ReplayBatch, cfg: HarmonyConfig) -> UpdateStats:
+def update(
+    net: HarmonyNet, opt: torch.optim.Optimizer, batch: ReplayBatch, cfg: HarmonyConfig
+) -> UpdateStats:
     """One actor-critic step on replayed decisions, weighted by min(rho_bar, pi/mu)."""
     t = {k: torch.as_tensor(getattr(batch, k)) for k in ("job", "window", "nodes", "globals", "mask")}
     logits, value = net(t["job"], t["window"], t["nodes"], t["globals"], t["mask"])
@@ -178,9 +195,17 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
                 predicted += len(ep.steps)
             decisions += len(ep.steps)
             returns = discounted_returns(rewards, cfg.gamma)
-            buffer.extend([(s.obs, s.action, s.logp, float(g)) for s, g in zip(ep.steps, returns, strict=True)])
-            stats = [update(net, opt, buffer.sample(cfg.batch_size, rng), cfg)
-                     for _ in range(cfg.updates_per_episode)] if len(buffer) else []
+            buffer.extend(
+                [(s.obs, s.action, s.logp, float(g)) for s, g in zip(ep.steps, returns, strict=True)]
+            )
+            stats = (
+                [
+                    update(net, opt, buffer.sample(cfg.batch_size, rng), cfg)
+                    for _ in range(cfg.updates_per_episode)
+                ]
+                if len(buffer)
+                else []
+            )
             eval_jct = math.nan
             if windows and (episode % cfg.eval_every == 0):
                 eval_jct = evaluate(env, net, windows)
@@ -188,21 +213,29 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
                     best = eval_jct
                     _save(out, net, cfg, episode, decisions, real, predicted, eval_jct)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            writer.writerow({
-                "episode": episode, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "decisions": len(ep.steps),
-                "real_rewards": real, "predicted_rewards": predicted,
-                "mean_reward": round(float(np.mean(rewards)), 4) if len(rewards) else "",
-                "episode_avg_jct": round(ep.avg_jct, 1),
-                **row, **_mean_stats(stats),
-                "eval_avg_jct": "" if math.isnan(eval_jct) else round(eval_jct, 1),
-            })
+            writer.writerow(
+                {
+                    "episode": episode,
+                    "wall_s": round(wall, 1),
+                    "cpu_s": round(cpu, 1),
+                    "decisions": len(ep.steps),
+                    "real_rewards": real,
+                    "predicted_rewards": predicted,
+                    "mean_reward": round(float(np.mean(rewards)), 4) if len(rewards) else "",
+                    "episode_avg_jct": round(ep.avg_jct, 1),
+                    **row,
+                    **_mean_stats(stats),
+                    "eval_avg_jct": "" if math.isnan(eval_jct) else round(eval_jct, 1),
+                }
+            )
             fh.flush()
             if wall >= cfg.wall_limit_s:
                 break
     if not windows or not math.isfinite(best):
         _save(out, net, cfg, episode, decisions, real, predicted, best)
-    return HarmonyResult(out, episode, decisions, real, predicted, time.perf_counter() - t0,
-                         time.process_time() - c0, best)
+    return HarmonyResult(
+        out, episode, decisions, real, predicted, time.perf_counter() - t0, time.process_time() - c0, best
+    )
 
 
 def _learn_rewards(cfg: HarmonyConfig, episode: int, ep: Episode, model: RewardModel) -> dict[str, object]:
@@ -238,11 +271,23 @@ def _config_dict(cfg: HarmonyConfig) -> dict[str, object]:
     return d
 
 
-def _save(out: Path, net: HarmonyNet, cfg: HarmonyConfig, episode: int, decisions: int, real: int,
-          predicted: int, eval_jct: float) -> None:
+def _save(
+    out: Path,
+    net: HarmonyNet,
+    cfg: HarmonyConfig,
+    episode: int,
+    decisions: int,
+    real: int,
+    predicted: int,
+    eval_jct: float,
+) -> None:
     extra = {
-        "episode": episode, "decisions": decisions, "real_rewards": real, "predicted_rewards": predicted,
-        "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1), "seed": cfg.seed,
+        "episode": episode,
+        "decisions": decisions,
+        "real_rewards": real,
+        "predicted_rewards": predicted,
+        "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1),
+        "seed": cfg.seed,
         "scenarios": list(cfg.env.scenarios),
     }
     save_checkpoint(out, net, cfg.env.obs, cfg.env.ordering, extra)

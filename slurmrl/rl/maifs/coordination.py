@@ -132,8 +132,13 @@ class Resolver:
             """The agent's option rows and mask on the GPUs it may use now (after earlier agents' starts)."""
             mine = usable(agent.job)
             return option_rows(
-                agent.job, agent.counts, RackState(agent.job, mine), obs, self.curves,
-                now=now, total_free=mine.total_free,
+                agent.job,
+                agent.counts,
+                RackState(agent.job, mine),
+                obs,
+                self.curves,
+                now=now,
+                total_free=mine.total_free,
             )
 
         first: list[tuple[np.ndarray, np.ndarray]] = []

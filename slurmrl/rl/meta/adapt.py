@@ -77,8 +77,12 @@ def split_last(workload: Workload, jobs: int) -> Split:
     all_jobs = workload.trace.jobs
     if jobs < 1 or jobs >= len(all_jobs):
         raise ConfigError(f"cannot hold out {jobs} of {workload.label}'s {len(all_jobs)} jobs")
-    head = replace(workload, trace=replace(workload.trace, jobs=all_jobs[:-jobs]), label=f"{workload.label}[:-{jobs}]")
-    tail = replace(workload, trace=replace(workload.trace, jobs=all_jobs[-jobs:]), label=f"{workload.label}[-{jobs}:]")
+    head = replace(
+        workload, trace=replace(workload.trace, jobs=all_jobs[:-jobs]), label=f"{workload.label}[:-{jobs}]"
+    )
+    tail = replace(
+        workload, trace=replace(workload.trace, jobs=all_jobs[-jobs:]), label=f"{workload.label}[-{jobs}:]"
+    )
     return Split(head, (tail,))
 
 
@@ -109,7 +113,9 @@ def points(episodes: int) -> tuple[int, ...]:
     return tuple(sorted({p for p in CURVE_POINTS if p <= episodes} | {episodes}))
 
 
-def adapt_curve(init: str, net: HarmonyNet, env: PlacementEnv, split: Split, cfg: AdaptConfig) -> list[CurvePoint]:
+def adapt_curve(
+    init: str, net: HarmonyNet, env: PlacementEnv, split: Split, cfg: AdaptConfig
+) -> list[CurvePoint]:
     """Train ``net`` in place for ``cfg.episodes`` episodes, measuring the curve's points."""
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -144,8 +150,14 @@ def run_adaptation(meta_dir: Path, split: Split, cfg: AdaptConfig, out: Path) ->
     torch.manual_seed(cfg.seed)
     scratch_curve = adapt_curve("scratch", new_net(obs, meta_net.cfg.hidden), env, split, cfg)
     curve = meta_curve + scratch_curve + unadapted
-    extra = {"method": "reptile+adapt", "adapted_from": str(meta_dir), "adapt_episodes": cfg.episodes,
-             "adapt_workload": split.adapt.label, "held_out": [w.label for w in split.held_out], "seed": cfg.seed}
+    extra = {
+        "method": "reptile+adapt",
+        "adapted_from": str(meta_dir),
+        "adapt_episodes": cfg.episodes,
+        "adapt_workload": split.adapt.label,
+        "held_out": [w.label for w in split.held_out],
+        "seed": cfg.seed,
+    }
     save_checkpoint(Path(out), meta_net, obs, ordering, extra)
     write_curve(Path(out), curve, cfg)
     return curve
@@ -162,6 +174,8 @@ def write_curve(out: Path, curve: Sequence[CurvePoint], cfg: AdaptConfig) -> Non
             row["avg_jct"] = round(p.avg_jct, 1)
             row["window_jcts"] = " ".join(f"{j:.1f}" for j in p.window_jcts)
             writer.writerow(row)
-    payload = {"adapt": {"episodes": cfg.episodes, "episode_jobs": cfg.episode_jobs, "seed": cfg.seed},
-               "points": [asdict(p) for p in curve]}
+    payload = {
+        "adapt": {"episodes": cfg.episodes, "episode_jobs": cfg.episode_jobs, "seed": cfg.seed},
+        "points": [asdict(p) for p in curve],
+    }
     (out / CURVE_JSON).write_text(json.dumps(payload, indent=2) + "\n")

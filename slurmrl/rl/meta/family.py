@@ -132,8 +132,14 @@ class FamilySampler:
         trace = Trace(new, source=pool.workload.trace.source, format=pool.workload.trace.format)
         label = f"{pool.workload.label}~mix{_mix_tag(spec)}~g^{spec.size_tilt:.2f}~x{spec.rate_scale:.2f}"
         cluster = pool.workload.cluster
-        return replace(pool.workload, trace=trace, label=label, arrival_scale=spec.rate_scale,
-                       offered_load=offered_load(trace, cluster), target_load=None)
+        return replace(
+            pool.workload,
+            trace=trace,
+            label=label,
+            arrival_scale=spec.rate_scale,
+            offered_load=offered_load(trace, cluster),
+            target_load=None,
+        )
 
 
 def job_weights(jobs: Sequence[TraceJob], mix: dict[str, float], tilt: float) -> np.ndarray:

@@ -27,8 +27,13 @@ def harmony_policy(directory: Path, placement: PlacementPolicy | None, name: str
 
     ckpt, state = read_checkpoint(Path(directory))
     net = NumpyHarmony(ckpt.net, state)
-    return HarmonyPolicy(ckpt.obs, greedy_chooser(net.logits), placement or make_placement(FALLBACK),
-                         ordering=ckpt.ordering, name=name)
+    return HarmonyPolicy(
+        ckpt.obs,
+        greedy_chooser(net.logits),
+        placement or make_placement(FALLBACK),
+        ordering=ckpt.ordering,
+        name=name,
+    )
 
 
 def make_meta_rl(placement: PlacementPolicy) -> HarmonyPolicy:

@@ -41,8 +41,19 @@ from slurmrl.rl.meta.inner import learn
 from slurmrl.rl.runs import RUN, fresh_run
 
 LOG = "log.csv"
-LOG_FIELDS = ("iteration", "wall_s", "cpu_s", "eps", "task", "offered_load", "decisions",
-              "first_avg_jct", "last_avg_jct", "mean_reward", "yardstick_avg_jct")
+LOG_FIELDS = (
+    "iteration",
+    "wall_s",
+    "cpu_s",
+    "eps",
+    "task",
+    "offered_load",
+    "decisions",
+    "first_avg_jct",
+    "last_avg_jct",
+    "mean_reward",
+    "yardstick_avg_jct",
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +95,9 @@ def outer_step(cfg: MetaConfig, iteration: int) -> float:
     return first + (last - first) * frac
 
 
-def reptile_step(meta: Mapping[str, torch.Tensor], adapted: Mapping[str, torch.Tensor],
-                 eps: float) -> dict[str, torch.Tensor]:
+def reptile_step(
+    meta: Mapping[str, torch.Tensor], adapted: Mapping[str, torch.Tensor], eps: float
+) -> dict[str, torch.Tensor]:
     """``meta + eps * (adapted - meta)`` per tensor: Reptile's outer update."""
     if set(meta) != set(adapted):
         raise ValueError("meta and adapted weights name different tensors")
@@ -118,21 +130,35 @@ def meta_train(cfg: MetaConfig, out: Path, *, sampler: FamilySampler | None = No
             decisions += sum(s.decisions for s in stats)
             jct = evaluate(env, net, windows) if windows and it % cfg.eval_every == 0 else math.nan
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            writer.writerow({
-                "iteration": it, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "eps": round(eps, 4),
-                "task": task.label, "offered_load": round(task.offered_load, 3),
-                "decisions": sum(s.decisions for s in stats),
-                "first_avg_jct": round(stats[0].avg_jct, 1), "last_avg_jct": round(stats[-1].avg_jct, 1),
-                "mean_reward": round(float(np.mean([s.mean_reward for s in stats])), 4),
-                "yardstick_avg_jct": "" if math.isnan(jct) else round(jct, 1),
-            })
+            writer.writerow(
+                {
+                    "iteration": it,
+                    "wall_s": round(wall, 1),
+                    "cpu_s": round(cpu, 1),
+                    "eps": round(eps, 4),
+                    "task": task.label,
+                    "offered_load": round(task.offered_load, 3),
+                    "decisions": sum(s.decisions for s in stats),
+                    "first_avg_jct": round(stats[0].avg_jct, 1),
+                    "last_avg_jct": round(stats[-1].avg_jct, 1),
+                    "mean_reward": round(float(np.mean([s.mean_reward for s in stats])), 4),
+                    "yardstick_avg_jct": "" if math.isnan(jct) else round(jct, 1),
+                }
+            )
             fh.flush()
             if wall >= cfg.wall_limit_s:
                 break
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    extra = {"method": "reptile", "iterations": it, "episodes": episodes, "decisions": decisions,
-             "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "seed": cfg.seed,
-             "family": list(cfg.family.pools)}
+    extra = {
+        "method": "reptile",
+        "iterations": it,
+        "episodes": episodes,
+        "decisions": decisions,
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "seed": cfg.seed,
+        "family": list(cfg.family.pools),
+    }
     save_checkpoint(out, net, env_cfg.obs, env_cfg.ordering, extra)
     return MetaResult(out, it, episodes, decisions, wall, cpu)
 
@@ -143,14 +169,27 @@ def config_dict(cfg: MetaConfig) -> dict[str, object]:
     return d
 
 
-def train_request(pools: tuple[str, ...], *, steps: int, seed: int, out: Path, episode_jobs: int | None = None,
-                  wall_limit: float | None = None) -> str:
+def train_request(
+    pools: tuple[str, ...],
+    *,
+    steps: int,
+    seed: int,
+    out: Path,
+    episode_jobs: int | None = None,
+    wall_limit: float | None = None,
+) -> str:
     """``slurmrl train --policy meta-rl``: ``steps`` placements spread over iterations; returns the summary line."""
     family = FamilyConfig(pools=pools, **({"jobs": episode_jobs} if episode_jobs else {}))
     base = MetaConfig(family=family, seed=seed)
     iterations = max(1, steps // (base.inner_episodes * family.jobs))
-    cfg = MetaConfig(family=family, iterations=iterations, seed=seed,
-                     **({"wall_limit_s": wall_limit} if wall_limit is not None else {}))
+    cfg = MetaConfig(
+        family=family,
+        iterations=iterations,
+        seed=seed,
+        **({"wall_limit_s": wall_limit} if wall_limit is not None else {}),
+    )
     r = meta_train(cfg, out)
-    return (f"meta-trained {r.iterations} Reptile iterations, {r.episodes} episodes, {r.decisions} placements "
-            f"in {r.wall_seconds:.0f} s wall, {r.cpu_seconds:.0f} s CPU; checkpoint in {r.out}")
+    return (
+        f"meta-trained {r.iterations} Reptile iterations, {r.episodes} episodes, {r.decisions} placements "
+        f"in {r.wall_seconds:.0f} s wall, {r.cpu_seconds:.0f} s CPU; checkpoint in {r.out}"
+    )

@@ -23,8 +23,17 @@ def small_trace(n: int = 60, seed: int = 5, scale: float = 1.0) -> Trace:
         t += float(rng.exponential(30.0))
         dur = float(rng.choice([100.0, 1000.0, 8000.0])) * scale
         gpus = int(rng.choice([1, 1, 1, 2, 4, 8, 16]))
-        jobs.append(TraceJob(f"j{i}", t, dur, gpus, vc=f"vc{i % 2}", model=str(rng.choice(MODELS)),
-                             time_limit=3 * dur / scale))
+        jobs.append(
+            TraceJob(
+                f"j{i}",
+                t,
+                dur,
+                gpus,
+                vc=f"vc{i % 2}",
+                model=str(rng.choice(MODELS)),
+                time_limit=3 * dur / scale,
+            )
+        )
     return Trace(tuple(jobs), "test", "test")
 
 

@@ -17,7 +17,16 @@ from tests.rl.harmony.common import small_workload
 
 def test_reward_sources_follow_warmup_and_period() -> None:
     cfg = HarmonyConfig(warmup_real=2, real_every=3)
-    assert [reads_simulator(cfg, e) for e in range(1, 9)] == [True, True, False, False, True, False, False, True]
+    assert [reads_simulator(cfg, e) for e in range(1, 9)] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+    ]
     assert all(reads_simulator(HarmonyConfig(real_every=1), e) for e in range(1, 20))
     with pytest.raises(ConfigError):
         reads_simulator(HarmonyConfig(real_every=0), 1)
@@ -25,12 +34,27 @@ def test_reward_sources_follow_warmup_and_period() -> None:
 
 def test_short_training_run(tmp_path: Path) -> None:
     cfg = HarmonyConfig(
-        env=EnvConfig(episode_jobs=30), episodes=6, warmup_real=2, real_every=2, eval_every=3, eval_jobs=30,
-        updates_per_episode=2, batch_size=32, reward_fit_steps=20, hidden=16,
+        env=EnvConfig(episode_jobs=30),
+        episodes=6,
+        warmup_real=2,
+        real_every=2,
+        eval_every=3,
+        eval_jobs=30,
+        updates_per_episode=2,
+        batch_size=32,
+        reward_fit_steps=20,
+        hidden=16,
     )
     result = train(cfg, tmp_path / "run", workloads=[small_workload(60, 1)])
     rows = list(csv.DictReader((tmp_path / "run" / "log.csv").open()))
-    assert [r["reward_source"] for r in rows] == ["simulator", "simulator", "model", "simulator", "model", "simulator"]
+    assert [r["reward_source"] for r in rows] == [
+        "simulator",
+        "simulator",
+        "model",
+        "simulator",
+        "model",
+        "simulator",
+    ]
     assert result.real_rewards + result.predicted_rewards == result.decisions > 0
     assert int(rows[-1]["real_rewards"]) == result.real_rewards
     assert rows[2]["eval_avg_jct"] and rows[5]["eval_avg_jct"]

@@ -14,16 +14,35 @@ SHIPPED = Path(__file__).resolve().parents[3] / "policies" / "meta-rl-philly"
 
 def test_adapt_writes_checkpoint_and_curve(tmp_path: Path) -> None:
     out = tmp_path / "adapted"
-    result = CliRunner().invoke(main, [
-        "adapt", "--policy", "meta-rl", "--scenario", "chronus-mix1-ed69ec", "--episodes", "1",
-        "--episode-jobs", "24", "--held-out-jobs", "40", "--out", str(out),
-    ])
+    result = CliRunner().invoke(
+        main,
+        [
+            "adapt",
+            "--policy",
+            "meta-rl",
+            "--scenario",
+            "chronus-mix1-ed69ec",
+            "--episodes",
+            "1",
+            "--episode-jobs",
+            "24",
+            "--held-out-jobs",
+            "40",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exception is None, result.output
     assert result.exit_code == 0
     assert "chronus-mix1-ed69ec[-40:]" in result.output
     rows = list(csv.DictReader((out / "curve.csv").open()))
     assert [(r["init"], r["episodes"]) for r in rows] == [
-        ("meta", "0"), ("meta", "1"), ("scratch", "0"), ("scratch", "1"), ("unadapted", "0"), ("unadapted", "1"),
+        ("meta", "0"),
+        ("meta", "1"),
+        ("scratch", "0"),
+        ("scratch", "1"),
+        ("unadapted", "0"),
+        ("unadapted", "1"),
     ]
     assert all(float(r["avg_jct"]) > 0 for r in rows)
     meta0 = next(r for r in rows if r["init"] == "meta")
@@ -34,8 +53,22 @@ def test_adapt_writes_checkpoint_and_curve(tmp_path: Path) -> None:
     shipped, shipped_state = read_checkpoint(SHIPPED)
     assert ckpt == shipped
     assert any((state[k] != shipped_state[k]).any() for k in state)
-    again = CliRunner().invoke(main, ["evaluate", "--policy", str(out), "--trace", "embedded:philly-sample",
-                                      "--limit", "30", "--speed-model", "full", "--json", "--no-progress"])
+    again = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--policy",
+            str(out),
+            "--trace",
+            "embedded:philly-sample",
+            "--limit",
+            "30",
+            "--speed-model",
+            "full",
+            "--json",
+            "--no-progress",
+        ],
+    )
     assert again.exception is None, again.output
     assert json.loads(again.output)["finished"] == 30
 
@@ -50,6 +83,8 @@ def test_bad_scenario_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_adapting_on_an_evaluation_scenario_is_refused(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["adapt", "--scenario", "chronus-mix1-7f04ca", "--out", str(tmp_path / "x")])
+    result = CliRunner().invoke(
+        main, ["adapt", "--scenario", "chronus-mix1-7f04ca", "--out", str(tmp_path / "x")]
+    )
     assert result.exit_code != 0
     assert "held out for evaluation" in result.output

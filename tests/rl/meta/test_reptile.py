@@ -18,7 +18,9 @@ from slurmrl.rl.meta.inner import learn
 from slurmrl.rl.meta.reptile import MetaConfig, meta_train, new_net, outer_step, reptile_step
 from tests.rl.meta.common import small_workload
 
-INNER = HarmonyConfig(env=EnvConfig(episode_jobs=40), updates_per_episode=4, batch_size=32, learning_rate=1e-2)
+INNER = HarmonyConfig(
+    env=EnvConfig(episode_jobs=40), updates_per_episode=4, batch_size=32, learning_rate=1e-2
+)
 
 
 def _flat(state: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -58,8 +60,9 @@ def test_outer_step_anneals_linearly() -> None:
 def test_meta_train_writes_a_loadable_checkpoint(tmp_path: Path) -> None:
     pools = [pool_of(small_workload(seed=3)), pool_of(small_workload(seed=4, cluster="1x2x8:v100"))]
     sampler = FamilySampler(FamilyConfig(jobs=30), pools=pools)
-    cfg = MetaConfig(family=FamilyConfig(jobs=30), inner=INNER, iterations=3, inner_episodes=1,
-                     hidden=16, eval_every=0)
+    cfg = MetaConfig(
+        family=FamilyConfig(jobs=30), inner=INNER, iterations=3, inner_episodes=1, hidden=16, eval_every=0
+    )
     result = meta_train(cfg, tmp_path / "run", sampler=sampler)
     assert result.iterations == 3 and result.episodes == 3
     ckpt, state = read_checkpoint(tmp_path / "run")
