@@ -27,7 +27,7 @@ from typing import Any
 from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
-from slurmrl.daemon.factors import PriorityFactors, read_factors
+from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
 from slurmrl.daemon.history import FinishedTracker
 from slurmrl.daemon.lock import StateLock
 from slurmrl.daemon.logs import LOGGER, log
@@ -193,7 +193,7 @@ class Daemon:
     def read(self) -> tuple[Snapshot, Mapping[str, PriorityFactors]]:
         """The queue, with SiteFactors from sprio, and the record reconciled with it."""
         snapshot = self.backend.snapshot()
-        factors = read_factors(self.backend, self.config)
+        factors = keyed_like(read_factors(self.backend, self.config), snapshot.jobs)
         snapshot = with_site_factors(snapshot, factors)
         if not self.dry_run:
             self._reconcile(snapshot, factors)

@@ -245,6 +245,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
         held=held,
         array_job_id=array,
         array_task=task,
+        slurm_id=_int(ctx, rec, "job_id", where),
         **_limits(ctx, rec, where, num_nodes),
     )
 

@@ -412,6 +412,7 @@ def _job(pairs: list[tuple[str, str]]) -> SlurmJob:
         array_job_id=array if array and task else None,
         array_task=task if array and task else None,
         site_factor=_int(f["SiteFactor"]) if "SiteFactor" in f else None,
+        slurm_id=_int(numeric),
         **_limits(f, num_nodes),
     )
 

@@ -258,6 +258,7 @@ class PyslurmBackend:
             held=reason in ("JobHeldUser", "JobHeldAdmin") or (state == "PENDING" and j.priority == 0),
             array_job_id=array,
             array_task=array_task,
+            slurm_id=int(j.id) if j.id else None,
             excluded_nodes=parse_hosts(j.excluded_nodes or ""),
             constraint=_csv(j.constraints),
             prefer=_csv(j.preferred_features),

@@ -134,6 +134,9 @@ class SlurmJob:
     held: bool = False
     array_job_id: int | None = None
     array_task: str | None = None  # task id ("3"), or pending task range ("3-5%2")
+    # The numeric JobId (what sprio and the job's own record print; an array task split
+    # off its array has one of its own); None where the reader does not give it.
+    slurm_id: int | None = None
     state_flags: frozenset[str] = frozenset()
     # What limits where the job may run (pending jobs): --exclude, --constraint,
     # --prefer, per-node CPUs and memory (MB), --exclusive, the --nodes maximum
@@ -506,6 +509,7 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "admin_comment": j.admin_comment,
         "dependency": j.dependency,
         "held": j.held,
+        "slurm_id": j.slurm_id,
         "eligible": j.eligible,
         "model": j.model,
         "partitions": list(j.partitions),

@@ -1,0 +1,84 @@
+"""Exact give-backs, against the local Slurm 22.05 test cluster (contrib/testcluster).
+
+Each test sets up what an admin, a user or a job_submit plugin would have set, lets
+the daemon change the job, gives everything back and reads Slurm to see that the
+job is as it was. Run with ``eval "$(contrib/testcluster/testcluster env)";
+pytest -m slurm tests/daemon/test_live_giveback.py`` under the cluster's lock.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import live_slurm  # loaded by tests/conftest.py
+import pytest
+from live_slurm import SUBMITTED, cancel, daemon_config, every_node, fill_nodes, slurm
+
+from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.loop import Daemon, make_backend
+from slurmrl.daemon.metrics import DaemonMetrics
+
+pytestmark = pytest.mark.slurm
+REPO = Path(__file__).resolve().parents[2]
+TESTCLUSTER = REPO / "contrib" / "testcluster" / "testcluster"
+ACCOUNT = f"slurmrl-g{os.getpid()}"
+FILL = f"{ACCOUNT}-fill"
+
+
+def sbatch(*args: str, account: str = ACCOUNT) -> str:
+    return live_slurm.sbatch(*args, account=account)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup():
+    yield
+    if SUBMITTED:
+        slurm("scancel", *SUBMITTED)
+    time.sleep(2)
+    subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
+
+
+def make_config(tmp: Path, **kw) -> DaemonConfig:
+    return daemon_config(tmp, ACCOUNT, **kw)
+
+
+def task_ids(array: str) -> dict[str, str]:
+    """Array task id (``A_T``) -> its numeric job id, as ``squeue`` prints them."""
+    out = slurm("squeue", "-h", "-r", "-j", array, "-o", "%i %A")
+    assert out.returncode == 0, out.stderr
+    return dict(line.split() for line in out.stdout.splitlines() if line.strip())
+
+
+def sprio_site(numeric: str) -> int | None:
+    out = slurm("sprio", "-h", "-j", numeric, "-o", "%S")
+    words = out.stdout.split()
+    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else None
+
+
+def test_array_tasks_get_an_admins_site_factor_back(tmp_path: Path) -> None:
+    fill = fill_nodes(every_node(), FILL)
+    array = sbatch("--array=1-3", "-N1", "--gres=gpu:8", "-t", "30")
+    tasks = [f"{array}_{t}" for t in (1, 2, 3)]
+    for k, task in enumerate(tasks):  # an admin's (or a job_submit plugin's) values, split off the array
+        update = slurm("scontrol", "update", f"JobId={task}", f"SiteFactor={700 + k}")
+        assert update.returncode == 0, update.stderr
+    ids = task_ids(array)
+    assert set(ids) == set(tasks) and any(ids[t] != array for t in tasks), ids
+    live_slurm.wait_for(lambda: all(sprio_site(ids[t]) is not None for t in tasks), 30, "sprio to list tasks")
+    before = {t: sprio_site(ids[t]) for t in tasks}
+    assert before == {t: 700 + k for k, t in enumerate(tasks)}, before
+    cfg = make_config(tmp_path)
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    changed = {t: sprio_site(ids[t]) for t in tasks}
+    assert changed != before, changed  # the daemon reordered the tasks
+    assert {t: d.record.get(t).orig_site_factor for t in tasks if d.record.get(t)} == {
+        t: before[t] for t in tasks if d.record.get(t)
+    }
+    assert d.revert().remaining == 0
+    d.close()
+    assert {t: sprio_site(ids[t]) for t in tasks} == before
+    cancel(fill + [ids[t] for t in tasks])
