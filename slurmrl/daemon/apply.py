@@ -34,7 +34,11 @@ STOPPING = (RateLimited, ControllerUnreachable, MungeError)
 # many ids per call (our choice: a short command line; a refused call costs at most
 # this many single retries).
 BATCH = 50
-BATCH_FIELDS = ("site_factor", "nodes", "prefer", "admin_comment")
+# Fields scontrol sends for a list of ids. ReqNodeList= (like NumNodes=) is a size change,
+# which scontrol takes for one job only: it refuses a list before sending anything, as
+# "Invalid job ID" (update_size and _is_single_job in src/scontrol/update_job.c, 22.05 to
+# 26.05). Node lists are therefore given back one job per call.
+BATCH_FIELDS = ("site_factor", "prefer", "admin_comment")
 
 
 def error_kind(exc: BaseException) -> str:

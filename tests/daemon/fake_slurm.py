@@ -185,6 +185,8 @@ class FakeSlurm:
 
         self._maybe_fail("update_many")
         self.calls.append(("update_many", ",".join(job_ids), (name, value)))
+        if name == "nodes" and len(job_ids) > 1:  # a size change: scontrol takes one job only
+            raise JobNotFound(f"'scontrol update JobId={','.join(job_ids)}' failed (exit 1): Invalid job ID")
         attr, conv = _BATCH_FIELDS[name]
         bad = [j for j in job_ids if j not in self.jobs]
         for jid in job_ids:

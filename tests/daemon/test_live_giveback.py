@@ -82,3 +82,42 @@ def test_array_tasks_get_an_admins_site_factor_back(tmp_path: Path) -> None:
     d.close()
     assert {t: sprio_site(ids[t]) for t in tasks} == before
     cancel(fill + [ids[t] for t in tasks])
+
+
+class Counting:
+    """A backend that notes each ``update_many`` call and whether Slurm took it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.batches = inner, []
+
+    def update_many(self, job_ids, name, value) -> None:
+        try:
+            self.inner.update_many(job_ids, name, value)
+        except Exception as exc:
+            self.batches.append((name, len(job_ids), type(exc).__name__))
+            raise
+        self.batches.append((name, len(job_ids), "ok"))
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_node_lists_are_given_back_one_job_per_call_and_other_fields_in_lists(tmp_path: Path) -> None:
+    from slurmrl.daemon.apply import BATCH, apply_changes
+    from slurmrl.daemon.plan import restore_changes
+    from slurmrl.daemon.record import Record, Touched
+
+    jobs = [sbatch("-H", "-N1", "--gres=gpu:8", "-t", "30") for _ in range(3)]
+    record = Record()
+    for jid in jobs:  # as the daemon leaves them: a pin and a SiteFactor
+        update = slurm("scontrol", "update", f"JobId={jid}", "ReqNodeList=node01", "SiteFactor=5")
+        assert update.returncode == 0, update.stderr
+        record.put(Touched(jid, 0.0, site_factor=5, nodes=("node01",), nodes_since=0.0))
+    cfg = make_config(tmp_path)
+    backend = Counting(make_backend(cfg))
+    changes = [ch for jid in jobs for ch in restore_changes(record.get(jid), None, "test")]
+    result = apply_changes(backend, changes, record, time.time(), batch=BATCH)
+    assert result.failed == () and result.vanished == () and record.jobs == {}, result
+    assert backend.batches == [("site_factor", 3, "ok")], backend.batches
+    assert [live_slurm.show(j)["ReqNodeList"] for j in jobs] == ["(null)"] * 3
+    cancel(jobs)
