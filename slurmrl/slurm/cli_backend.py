@@ -130,17 +130,16 @@ class CliBackend:
         self._update(job_id, setting("priority", value))
 
     def reset_priority(self, job_id: str) -> None:
-        """Hand an explicitly set priority back to the priority plugin.
+        """Hand an explicitly set priority back to the priority plugin, without a hold.
 
-        Slurm documents hold-then-release as the way to do this; the release
-        is retried once so that a passing failure does not leave the job held.
+        ``scontrol release`` sends ``Priority=INFINITE``; from an Operator, slurmctld
+        takes it on a job that is not held as "clear the direct priority and compute it
+        again" (``direct_set_prio = 0; set_job_prio()``; ``_update_job`` in
+        src/slurmctld/job_mgr.c, 22.05). A hold first, as Slurm's documentation suggests,
+        would reset the job's begin time and, where limits are enforced, its accrue time
+        (``_hold_job_rec``): the job would lose its age.
         """
-        jid = check_job_id(job_id)
-        self._call("scontrol", "hold", jid)
-        try:
-            self._call("scontrol", "release", jid)
-        except SlurmError:
-            self._call("scontrol", "release", jid)
+        self._call("scontrol", "release", check_job_id(job_id))
 
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._update(job_id, setting("nodes", nodelist))

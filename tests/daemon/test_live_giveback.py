@@ -121,3 +121,31 @@ def test_node_lists_are_given_back_one_job_per_call_and_other_fields_in_lists(tm
     assert backend.batches == [("site_factor", 3, "ok")], backend.batches
     assert [live_slurm.show(j)["ReqNodeList"] for j in jobs] == ["(null)"] * 3
     cancel(jobs)
+
+
+def test_priority_mode_gives_the_priority_back_without_a_hold(tmp_path: Path) -> None:
+    fill = fill_nodes(every_node(), FILL)
+    jobs = [sbatch("-N1", "--gres=gpu:8", "-t", "30"), sbatch("-N1", "--gres=gpu:8", "-t", "30", "--nice=40")]
+    live_slurm.wait_for(lambda: all(sprio_site(j) is not None for j in jobs), 30, "sprio to list the jobs")
+
+    def aged() -> bool:
+        fields = [live_slurm.show(j) for j in jobs]
+        return all(f["EligibleTime"] != "Unknown" and f["AccrueTime"] != "Unknown" for f in fields)
+
+    live_slurm.wait_for(aged, 60, "the jobs' eligible and accrue times")
+    before = {j: live_slurm.show(j) for j in jobs}
+    cfg = make_config(tmp_path, mode="priority", max_site_factor=100, priority_base=50_000)
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    assert all(int(live_slurm.show(j)["Priority"]) >= 50_000 for j in jobs)
+    time.sleep(1.5)  # a hold would now move EligibleTime to a later second
+    assert d.revert().remaining == 0
+    d.close()
+    after = {j: live_slurm.show(j) for j in jobs}
+    for j in jobs:
+        # A hold resets the job's begin time (and its accrue time where limits are enforced):
+        # _hold_job_rec in src/slurmctld/job_mgr.c. The job's age must survive the give-back.
+        assert after[j]["EligibleTime"] == before[j]["EligibleTime"], (before[j], after[j])
+        assert after[j]["AccrueTime"] == before[j]["AccrueTime"], (before[j], after[j])
+        assert after[j]["Nice"] == before[j]["Nice"] and int(after[j]["Priority"]) < 50_000, after[j]
+    cancel(fill + jobs)
