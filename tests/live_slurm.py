@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.slurm.snapshot import Snapshot
 
 BINARIES = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
@@ -215,3 +217,34 @@ def daemon_config(tmp: Path, account: str, **kw: object) -> DaemonConfig:
     )
     base.update(kw)
     return DaemonConfig(**base)  # type: ignore[arg-type]
+
+
+class StartOnFree:
+    """A test policy: starts each listed job on ``per_node`` free GPUs of each of its nodes."""
+
+    name = "start-on-free"
+    deployable = True
+
+    def __init__(self, nodes: dict[str, tuple[str, ...]], per_node: int) -> None:
+        self.nodes, self.per_node = nodes, per_node
+
+    def decide(self, view: ClusterView) -> Decisions:
+        order = [j.job_id for j in view.pending]
+        index = view.cluster.node_index
+        starts = tuple(
+            Start(
+                jid,
+                Placement.of(
+                    [
+                        (index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
+                        for n in names
+                    ]
+                ),
+            )
+            for jid, names in self.nodes.items()
+            if jid in order
+        )
+        return Decisions(order=order, starts=starts)
+
+    def bind_oracle(self, durations) -> None:  # pragma: no cover - a deployable policy
+        pass

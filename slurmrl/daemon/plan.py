@@ -37,7 +37,7 @@ from slurmrl.daemon.record import Record, Touched
 from slurmrl.policy.view import Decisions
 from slurmrl.slurm.backend import MAX_COMMENT
 from slurmrl.slurm.conf import compress_hostlist
-from slurmrl.slurm.elastic import TAG, GpuAsk
+from slurmrl.slurm.elastic import TAG, GpuAsk, resized_layout
 from slurmrl.slurm.snapshot import SlurmJob, Snapshot
 
 NOTE_PREFIX = "slurmrl:"
@@ -313,7 +313,14 @@ def _resize(job: SlurmJob, placement: Placement) -> tuple[GpuAsk | None, str]:
     per = per_node.pop()
     if per == job.gpus.per_node and nodes == (job.num_nodes or 1):
         return None, ""
-    return GpuAsk(per, nodes, job.gpus.gpu_type, nodes if job.max_nodes else None), ""
+    current = job.gpu_ask
+    if current is None:  # the tag is honoured only for GPUs asked per node
+        return None, f"policy starts it on {count} GPUs but its request is not per node; not enacted"
+    (tasks, per_task_node, cpus), why = resized_layout(current, per, nodes)
+    if why:
+        return None, f"policy starts it on {count} GPUs but {why}; not enacted"
+    max_nodes = nodes if job.max_nodes else None
+    return GpuAsk(per, nodes, job.gpus.gpu_type, max_nodes, cpus, tasks, per_task_node), ""
 
 
 def _request_changes(

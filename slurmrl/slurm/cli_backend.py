@@ -148,9 +148,16 @@ class CliBackend:
         """A soft pin: node features Slurm tries before the job's constraint; "" clears it."""
         self._update(job_id, setting("prefer", text))
 
-    def set_gpus(self, job_id: str, ask: GpuAsk) -> None:
-        """Rewrite a pending elastic job's GPU request in one update (see :mod:`slurmrl.slurm.elastic`)."""
-        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", *ask.settings())
+    def set_gpus(
+        self, job_id: str, ask: GpuAsk, pin: tuple[str, object] | None = None, *, version: str | None = None
+    ) -> None:
+        """Rewrite a pending elastic job's GPU request in one update (see :mod:`slurmrl.slurm.elastic`),
+        with its pin (``("nodes", names)`` or ``("prefer", text)``) in the same update.
+
+        ``NumNodes=`` is spelled for the Slurm release (``version``, else asked of sinfo)."""
+        settings = ask.settings(parse_version(version or self.version()))
+        extra = (setting(*pin),) if pin is not None else ()
+        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", *settings, *extra)
 
     def set_nice(self, job_id: str, value: int) -> None:
         """Give back a user's --nice (an explicit Priority= clears it)."""

@@ -267,6 +267,8 @@ def _limits(ctx: _Ctx, rec: dict[str, Any], where: str, num_nodes: int | None) -
         "exclusive": _exclusive(ctx, rec, where),
         "max_nodes": _int(ctx, rec, "max_nodes", where) or None,
         "min_cpus": _int(ctx, rec, "cpus", where) or None,
+        "num_tasks": _int(ctx, rec, "tasks", where) or None,
+        "tasks_per_node": _int(ctx, rec, "tasks_per_node", where) or None,
     }
 
 

@@ -438,6 +438,8 @@ def _limits(f: dict[str, str], num_nodes: int | None) -> dict[str, object]:
         "exclusive": exclusive,
         "max_nodes": _int(most) if sep else None,
         "min_cpus": _int(f.get("NumCPUs", "")) or None,
+        "num_tasks": _int(f.get("NumTasks", "")) or None,
+        "tasks_per_node": _int(f.get("NtasksPerN:B:S:C", "").split(":", 1)[0]) or None,
     }
 
 

@@ -149,6 +149,10 @@ class SlurmJob:
     exclusive: bool = False
     max_nodes: int | None = None
     min_cpus: int | None = None  # CPUs asked for in all (NumCPUs); None where the reader does not say
+    # The task layout (NumTasks, --ntasks-per-node): an elastic rewrite must carry it over
+    # and give it back. None where unset or where the reader does not say.
+    num_tasks: int | None = None
+    tasks_per_node: int | None = None
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -193,7 +197,9 @@ class SlurmJob:
     @property
     def gpu_ask(self) -> GpuAsk | None:
         """The request as ``scontrol update`` would set it again (None unless GPUs are asked per node)."""
-        return current_ask(self.gpus, self.num_nodes, self.max_nodes, self.min_cpus)
+        return current_ask(
+            self.gpus, self.num_nodes, self.max_nodes, self.min_cpus, self.num_tasks, self.tasks_per_node
+        )
 
     def gpu_indices(self) -> dict[str, tuple[int, ...] | None]:
         return {node: item.indices for node, item in self.gpu_alloc}
@@ -521,5 +527,7 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "exclusive": j.exclusive,
         "max_nodes": j.max_nodes,
         "min_cpus": j.min_cpus,
+        "num_tasks": j.num_tasks,
+        "tasks_per_node": j.tasks_per_node,
         "gpu_range": list(j.gpu_range) if j.gpu_range else None,
     }

@@ -149,3 +149,102 @@ def test_priority_mode_gives_the_priority_back_without_a_hold(tmp_path: Path) ->
         assert after[j]["AccrueTime"] == before[j]["AccrueTime"], (before[j], after[j])
         assert after[j]["Nice"] == before[j]["Nice"] and int(after[j]["Priority"]) < 50_000, after[j]
     cancel(fill + jobs)
+
+
+LAYOUT = ("TresPerNode", "NumNodes", "NumCPUs", "NumTasks", "NtasksPerN:B:S:C", "ReqNodeList")
+
+
+def layout(jid: str) -> dict[str, str]:
+    """A job's request and task layout as ``scontrol -o show job`` prints them."""
+    out = slurm("scontrol", "-o", "show", "job", jid)
+    assert out.returncode == 0, out.stderr
+    return {k: v for k, v in (w.split("=", 1) for w in out.stdout.split() if "=" in w) if k in LAYOUT}
+
+
+class Recorded:
+    """A backend whose ``scontrol update`` command lines are kept, in order."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.updates = inner, []
+        run = inner._run
+
+        def runner(cmd, **kw):
+            if list(cmd[:2]) == ["scontrol", "update"]:
+                self.updates.append(list(cmd[2:]))
+            return run(cmd, **kw)
+
+        inner._run = runner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def resize(tmp_path: Path, job: str, nodes: tuple[str, ...], per_node: int) -> Recorded:
+    """One daemon cycle that starts ``job`` (held, shown to the daemon as waiting) on ``per_node``
+    free GPUs of each of ``nodes``; the backend that sent it."""
+    cfg = make_config(tmp_path)
+    backend = Recorded(make_backend(cfg))
+    policy = live_slurm.StartOnFree({job: nodes}, per_node)
+    d = Daemon(cfg, live_slurm.Released(backend, {job}), policy=policy, metrics=DaemonMetrics())
+    assert d.cycle().error is None
+    d.close()
+    return backend
+
+
+def give_back(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path)
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())  # as `slurmrl daemon revert`
+    assert d.revert().remaining == 0
+    d.close()
+
+
+def test_a_job_grown_to_more_nodes_gets_its_tasks_and_cpus_back(tmp_path: Path) -> None:
+    # Growing min_nodes raises num_tasks to the node count and min_cpus to tasks x CPUs per task;
+    # shrinking lowers neither (_update_job in src/slurmctld/job_mgr.c).
+    job = sbatch(
+        "-H",
+        "--nodes=1",
+        "--ntasks-per-node=1",
+        "-c32",
+        "--gpus-per-node=8",
+        "-t",
+        "30",
+        "--comment=gpus=8-16",
+    )
+    before = layout(job)
+    assert before["NumTasks"] == "1" and before["NumCPUs"] == "32", before
+    resize(tmp_path, job, ("node02", "node03"), 8)
+    grown = layout(job)
+    assert (grown["NumNodes"], grown["NumTasks"], grown["NumCPUs"]) == ("2-2", "2", "64"), grown
+    assert grown["ReqNodeList"] == "node02,node03", grown
+    give_back(tmp_path)
+    assert layout(job) == before
+    cancel([job])
+
+
+def test_a_job_with_one_rank_per_gpu_keeps_one_rank_per_gpu_and_gets_its_layout_back(tmp_path: Path) -> None:
+    job = sbatch(
+        "-H", "--nodes=1", "--ntasks-per-node=8", "--gpus-per-node=8", "-t", "30", "--comment=gpus=4-8"
+    )
+    before = layout(job)
+    assert before["NumTasks"] == "8" and before["NtasksPerN:B:S:C"].startswith("8:"), before
+    resize(tmp_path, job, ("node02",), 4)
+    shrunk = layout(job)
+    assert shrunk["TresPerNode"] == "gres:gpu:4" and shrunk["NumTasks"] == "4", shrunk
+    assert shrunk["NtasksPerN:B:S:C"].startswith("4:"), shrunk  # not 8 ranks on 4 GPUs
+    give_back(tmp_path)
+    assert layout(job) == before
+    cancel([job])
+
+
+def test_the_gpu_request_and_its_pin_go_to_slurm_in_one_update(tmp_path: Path) -> None:
+    job = sbatch("-H", "-N1", "--gres=gpu:8", "-t", "30", "--comment=gpus=2-8")
+    backend = resize(tmp_path, job, ("node02", "node03"), 2)
+    mine = [u for u in backend.updates if u[0] == f"JobId={job}"]
+    sizing = [u for u in mine if any(w.startswith(("Gres=", "ReqNodeList=")) for w in u)]
+    assert len(sizing) == 1, backend.updates  # a second update could start the job elsewhere first
+    assert {w.split("=", 1)[0] for w in sizing[0]} >= {"Gres", "NumNodes", "ReqNodeList"}, sizing
+    assert layout(job)["ReqNodeList"] == "node02,node03" and layout(job)["TresPerNode"] == "gres:gpu:2"
+    give_back(tmp_path)
+    assert layout(job)["ReqNodeList"] == "(null)" and layout(job)["TresPerNode"] == "gres:gpu:8"
+    cancel([job])
