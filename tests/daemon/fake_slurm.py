@@ -97,6 +97,13 @@ class FakeSlurm:
     def writes(self, name: str | None = None) -> list[tuple[str, str, object]]:
         return [c for c in self.calls if c[0] != "snapshot" and (name is None or c[0] == name)]
 
+    def accounting_limits(self):
+        """As sacctmgr shows QOS and association limits (none unless a test sets ``limits``)."""
+        from slurmrl.daemon.limits import AccountLimits
+
+        self._maybe_fail("accounting_limits")
+        return getattr(self, "limits", None) or AccountLimits()
+
     # SlurmBackend
     def version(self) -> str:
         return "22.05.8"

@@ -279,3 +279,36 @@ def test_a_task_layout_a_rewrite_cannot_keep_is_refused_and_said_once(tmp_path: 
     assert fake.writes("set_gpus") == [] and fake.writes("set_required_nodes") == []
     (line,) = audit(tmp_path, "refused")
     assert line["gpus"] == 4 and "--ntasks-per-node=2" in line["reason"]
+
+
+def test_a_grow_past_a_qos_limit_is_refused_and_said_once(tmp_path: Path) -> None:
+    from slurmrl.daemon.limits import AccountLimits, parse_qos
+
+    fake = FakeSlurm(
+        [
+            running("r1", "node01", range(8)),
+            pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1, num_tasks=1, qos="small"),
+        ]
+    )
+    fake.limits = AccountLimits(parse_qos("small|node=1||\n"))
+    d = make(tmp_path, fake, StartOn("1", [(2, range(4)), (3, range(4))]))  # 4+4: two nodes
+    for _ in range(2):
+        d.cycle()
+    assert fake.writes("set_gpus") == [] and fake.writes("set_required_nodes") == []
+    (line,) = audit(tmp_path, "refused")
+    assert "QOS small MaxTRESPerJob node=1" in line["reason"], line
+
+
+def test_a_grow_is_refused_when_the_limits_cannot_be_read(tmp_path: Path) -> None:
+    fake = queue()
+    fake.fail_next("accounting_limits", CommandFailed("'sacctmgr show qos' failed (exit 1): no slurmdbd"))
+    d = make(tmp_path, fake, StartOn("1", [(1, range(8))]))  # 8 -> 8: no grow, no check needed
+    d.cycle()
+    fake2 = FakeSlurm(
+        [running("r1", "node01", range(8)), pending("1", 4, NOW - 9, comment="gpus=2-8", num_tasks=1)]
+    )
+    fake2.fail_next("accounting_limits", CommandFailed("'sacctmgr show qos' failed (exit 1): no slurmdbd"))
+    d2 = make(tmp_path / "two", fake2, StartOn("1", [(2, range(4)), (3, range(4))]))
+    d2.cycle()
+    assert fake2.writes("set_gpus") == []
+    assert "cannot be read" in audit(tmp_path / "two", "refused")[0]["reason"]

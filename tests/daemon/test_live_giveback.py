@@ -8,6 +8,7 @@ pytest -m slurm tests/daemon/test_live_giveback.py`` under the cluster's lock.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -248,3 +249,26 @@ def test_the_gpu_request_and_its_pin_go_to_slurm_in_one_update(tmp_path: Path) -
     give_back(tmp_path)
     assert layout(job)["ReqNodeList"] == "(null)" and layout(job)["TresPerNode"] == "gres:gpu:8"
     cancel([job])
+
+
+def test_a_grow_past_a_qos_limit_is_refused_before_slurm_would_take_it(tmp_path: Path) -> None:
+    # Slurm takes an Operator's update past the job's QOS limit (no accounting check for an
+    # Operator in _update_job) and marks its node and CPU counts as admin-set for good.
+    qos = f"{ACCOUNT}-n1"
+    added = slurm("sacctmgr", "-i", "add", "qos", qos, "MaxTRESPerJob=node=1")
+    assert added.returncode == 0, added.stderr
+    try:
+        job = sbatch("-H", "-N1", "--gres=gpu:4", f"--qos={qos}", "-t", "30", "--comment=gpus=2-8")
+        before = layout(job)
+        cfg = make_config(tmp_path)
+        policy = live_slurm.StartOnFree({job: ("node02", "node03")}, 4)  # 8 GPUs on two nodes
+        d = Daemon(cfg, live_slurm.Released(make_backend(cfg), {job}), policy=policy, metrics=DaemonMetrics())
+        assert d.cycle().error is None
+        d.close()
+        assert layout(job) == before  # never sent
+        audit = [json.loads(x) for x in Path(cfg.audit_log).read_text().splitlines()]
+        refused = [r for r in audit if r["kind"] == "refused" and r["job"] == job]
+        assert len(refused) == 1 and f"QOS {qos} MaxTRESPerJob node=1" in refused[0]["reason"], refused
+        cancel([job])
+    finally:
+        slurm("sacctmgr", "-i", "delete", "qos", qos)
