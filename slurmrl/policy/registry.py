@@ -8,30 +8,14 @@ torch). An unknown name is answered with the closest registered ones.
 from __future__ import annotations
 
 import difflib
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from slurmrl.errors import PolicyError
+from slurmrl.policy import builtin
 from slurmrl.policy.base import PlacementPolicy, Policy
+from slurmrl.policy.entry import Entry
 
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    target: str  # "package.module:factory"
-    summary: str
-    deployable: bool = True  # False: uses true durations, a bound only
-    default_placement: str = "first-fit"
-    learned: bool = False  # a trained network (imports torch; not in compare's default set)
-
-    def load(self) -> Callable[..., object]:
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
-
-POLICIES: dict[str, Entry] = {}
-PLACEMENTS: dict[str, Entry] = {}
+POLICIES: dict[str, Entry] = {e.name: e for e in builtin.POLICIES}
+PLACEMENTS: dict[str, Entry] = {e.name: e for e in builtin.PLACEMENTS}
 
 
 def register_policy(
@@ -62,14 +46,12 @@ def _unknown(kind: str, name: str, known: dict[str, Entry]) -> PolicyError:
 
 
 def placement_entry(name: str) -> Entry:
-    _load_builtins()
     if name not in PLACEMENTS:
         raise _unknown("placement", name, PLACEMENTS)
     return PLACEMENTS[name]
 
 
 def policy_entry(name: str) -> Entry:
-    _load_builtins()
     if name not in POLICIES:
         raise _unknown("policy", name, POLICIES)
     return POLICIES[name]
@@ -88,22 +70,8 @@ def make_policy(name: str, placement: str | None = None) -> Policy:
 
 
 def policy_names() -> list[str]:
-    _load_builtins()
     return sorted(POLICIES)
 
 
 def placement_names() -> list[str]:
-    _load_builtins()
     return sorted(PLACEMENTS)
-
-
-_loaded = False
-
-
-def _load_builtins() -> None:
-    """Import the modules that register the shipped policies (cheap ones only)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("slurmrl.policy.builtin")
