@@ -18,24 +18,6 @@ POLICIES: dict[str, Entry] = {e.name: e for e in builtin.POLICIES}
 PLACEMENTS: dict[str, Entry] = {e.name: e for e in builtin.PLACEMENTS}
 
 
-def register_policy(
-    name: str,
-    target: str,
-    summary: str,
-    *,
-    deployable: bool = True,
-    default_placement: str = "first-fit",
-    learned: bool = False,
-) -> None:
-    """Register a policy factory ``f(placement: PlacementPolicy) -> Policy``."""
-    POLICIES[name] = Entry(name, target, summary, deployable, default_placement, learned)
-
-
-def register_placement(name: str, target: str, summary: str) -> None:
-    """Register a placement factory ``f() -> PlacementPolicy``."""
-    PLACEMENTS[name] = Entry(name, target, summary)
-
-
 def _unknown(kind: str, name: str, known: dict[str, Entry]) -> PolicyError:
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else None
