@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 
 # name -> "module:attribute" of the click command

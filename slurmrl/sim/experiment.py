@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.cluster.model import Cluster
 from slurmrl.errors import ConfigError, SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL

@@ -26,7 +26,6 @@ from slurmrl.traces.rows import (
 from slurmrl.traces.schema import Trace, TraceJob
 
 REQUIRED = ("job_id", "gpu_num", "submit_time", "duration")
-HEADER_HINT = ("job_id", "gpu_num", "node_num", "state", "submit_time", "duration")
 
 STATUS = {
     "COMPLETED": "COMPLETED",
