@@ -1,0 +1,190 @@
+"""Fetch a registered trace into a traces folder, verified, never half-written.
+
+Sources, per file: a local mirror folder (``--from DIR``, laid out as the
+shared traces folder; how CI and offline sites work), a mirror URL
+(``--from URL``, the same layout over HTTP(S)), or the file's upstream URL.
+Downloads go through pooch. Every file is written to a temporary name in
+its final folder, checked against the registry's sha256 and only then
+renamed into place, so a loader never sees a partial or corrupt file: a
+failed check leaves nothing behind and says which file and checksums
+differ. A file already in place is checked too, and fetched again when its
+bytes do not match (an interrupted copy from an older tool, a bad disk).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmrl.errors import SlurmrlError
+from slurmrl.traces.registry import TraceEntry, TraceFile
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What happened to one file: ``present`` (already verified), ``fetched`` or ``refetched``."""
+
+    path: Path
+    action: str
+    verified: bool  # False: the registry knows no checksum for it
+    sha256: str  # of the file now in place
+
+
+def sha256_of(path: Path, *, uncompressed: bool = False) -> str:
+    digest = hashlib.sha256()
+    opener = gzip.open if uncompressed else open
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def matches(path: Path, spec: TraceFile) -> bool:
+    """Whether ``path`` holds the registered file: its own bytes, or (``.gz``) its uncompressed content.
+
+    The content check lets a file gzipped here from its upstream bytes pass,
+    though another gzip than the mirror's gives other compressed bytes.
+    """
+    if spec.sha256 and sha256_of(path) == spec.sha256:
+        return True
+    if spec.content_sha256:
+        try:
+            return sha256_of(path, uncompressed=True) == spec.content_sha256
+        except (OSError, EOFError, gzip.BadGzipFile):
+            return False
+    return False
+
+
+def fetch_entry(entry: TraceEntry, dest: Path, source: str | None = None) -> list[Fetched]:
+    """Put every file of ``entry`` under ``dest``; ``source`` is a mirror folder or URL, None = upstream."""
+    if not entry.files:
+        raise SlurmrlError(
+            f"trace '{entry.name}' has no file to fetch: {entry.note or 'see its homepage'}",
+            hint=entry.homepage,
+        )
+    done: list[Fetched] = []
+    mirror_only: list[str] = []
+    for spec in entry.files:
+        if source is None and spec.form == "derived" and not (dest / spec.path).is_file():
+            mirror_only.append(spec.path)
+            continue
+        done.append(_fetch_file(spec, dest, source))
+    if mirror_only:
+        raise SlurmrlError(
+            f"{len(mirror_only)} file(s) of '{entry.name}' are converted subsets that only a mirror of the "
+            f"traces folder holds (first: {mirror_only[0]}); {len(done)} other(s) are in place",
+            hint="pass --from DIR|URL, e.g. --from ../shared/traces",
+        )
+    return done
+
+
+def _fetch_file(spec: TraceFile, dest: Path, source: str | None) -> Fetched:
+    target = dest / spec.path
+    action = "fetched"
+    if target.is_file():
+        if not spec.verifiable:
+            return Fetched(target, "present", False, sha256_of(target))
+        if matches(target, spec):
+            return Fetched(target, "present", True, sha256_of(target))
+        action = "refetched"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SlurmrlError(
+            f"cannot write the traces folder ({exc.strerror})", file=str(target.parent)
+        ) from None
+    origin = _origin(spec, source)
+    with _staged(target) as staged:
+        if "://" in origin and not origin.startswith("file://"):
+            _download(origin, staged, spec if spec.form != "gzip" or source else None)
+        else:
+            _copy(Path(origin.removeprefix("file://")), staged, spec)
+        if spec.form == "gzip" and source is None:
+            _gzip_in_place(staged)
+        if spec.verifiable and not matches(staged, spec):
+            raise SlurmrlError(
+                f"checksum mismatch: got sha256 {sha256_of(staged)}, the registry has "
+                f"{spec.sha256 or spec.content_sha256} (nothing was written)",
+                file=origin,
+                hint="the source is corrupt or another version; fetch again or use another mirror",
+            )
+    return Fetched(target, action, spec.verifiable, sha256_of(target))
+
+
+def _origin(spec: TraceFile, source: str | None) -> str:
+    """Where ``spec`` is read from: the mirror's copy, or its upstream URL."""
+    if source is not None:
+        if "://" in source:
+            return source.rstrip("/") + "/" + spec.path
+        return str(Path(source) / spec.path)
+    if spec.form == "derived":
+        raise SlurmrlError(
+            f"{spec.path} is a converted subset of {spec.source}; only a mirror of the traces folder holds it",
+            hint="pass --from DIR|URL, e.g. --from ../shared/traces",
+        )
+    if not spec.source:
+        raise SlurmrlError(f"{spec.path} has no download address", hint="pass --from DIR|URL")
+    return spec.source
+
+
+@contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """A temporary file beside ``target``, renamed onto it only if the block succeeds."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    staged = Path(name)
+    try:
+        yield staged
+        os.replace(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def _copy(path: Path, staged: Path, spec: TraceFile) -> None:
+    try:
+        shutil.copyfile(path, staged)
+    except FileNotFoundError:
+        raise SlurmrlError(
+            f"the mirror has no {spec.path}",
+            file=str(path),
+            hint="a mirror is laid out as the shared traces folder",
+        ) from None
+    except OSError as exc:
+        raise SlurmrlError(f"cannot read the mirror's copy ({exc.strerror})", file=str(path)) from None
+
+
+def _download(url: str, staged: Path, spec: TraceFile | None) -> None:
+    """Download with pooch, which checks ``spec``'s sha256 before it lets the file out of its own temporary.
+
+    ``spec`` is None for an upstream file the mirror stores gzipped: its
+    bytes are checked by content once compressed.
+    """
+    import pooch
+    import requests
+
+    pooch.get_logger().setLevel("WARNING")
+    known = f"sha256:{spec.sha256}" if spec is not None and spec.sha256 else None
+    try:
+        got = pooch.retrieve(url, known_hash=known, fname=staged.name + ".dl", path=staged.parent)
+    except ValueError as exc:  # pooch's hash mismatch
+        raise SlurmrlError(f"checksum mismatch ({exc}); nothing was written", file=url) from None
+    except (requests.RequestException, OSError) as exc:
+        raise SlurmrlError(f"download failed ({exc})", file=url) from None
+    os.replace(got, staged)
+
+
+def _gzip_in_place(path: Path) -> None:
+    """Gzip ``path`` (upstream bytes) with a zero timestamp, as the mirror stores it."""
+    packed = path.with_name(path.name + ".gz")
+    with path.open("rb") as raw, gzip.GzipFile(packed, "wb", compresslevel=9, mtime=0) as out:
+        shutil.copyfileobj(raw, out, _CHUNK)
+    os.replace(packed, path)

@@ -1,0 +1,203 @@
+"""Fetching registered traces: mirrors, checksums, and nothing half-written."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from slurmrl.cli import main
+from slurmrl.errors import SlurmrlError
+from slurmrl.traces import registry as registry_module
+from slurmrl.traces.fetch import fetch_entry, matches
+from slurmrl.traces.registry import TraceEntry, TraceFile
+
+JOBS = b"job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,0,606,vgg19,164,30\n"
+SPEC = b"num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,32,128\n"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _entry(upstream: str = "", *, unknown: bool = False) -> TraceEntry:
+    """A two-file trace: one kept as its source's bytes, one gzipped from them."""
+    packed = gzip.compress(JOBS, mtime=0)
+    return TraceEntry(
+        name="tiny",
+        title="a tiny trace",
+        license="CC0",
+        homepage="https://example.org/tiny",
+        cite="",
+        note="",
+        files=(
+            TraceFile(
+                "tiny/spec.csv", "" if unknown else _sha(SPEC), "", len(SPEC), "same", f"{upstream}/spec.csv"
+            ),
+            TraceFile(
+                "tiny/jobs.csv.gz", _sha(packed), _sha(JOBS), len(packed), "gzip", f"{upstream}/jobs.csv"
+            ),
+        ),
+    )
+
+
+def _mirror(root: Path, jobs: bytes = JOBS) -> Path:
+    (root / "tiny").mkdir(parents=True)
+    (root / "tiny" / "spec.csv").write_bytes(SPEC)
+    (root / "tiny" / "jobs.csv.gz").write_bytes(gzip.compress(jobs, mtime=0))
+    return root
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(".") or p.suffix in (".part", ".dl"))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local HTTP server over a folder: the URL mirror and the 'upstream' of these tests."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_from_a_local_mirror_puts_verified_files_in_place(tmp_path: Path) -> None:
+    mirror, dest = _mirror(tmp_path / "mirror"), tmp_path / "dest"
+    done = fetch_entry(_entry(), dest, str(mirror))
+    assert [(d.action, d.verified) for d in done] == [("fetched", True), ("fetched", True)]
+    assert (dest / "tiny" / "spec.csv").read_bytes() == SPEC
+    assert gzip.decompress((dest / "tiny" / "jobs.csv.gz").read_bytes()) == JOBS
+    again = fetch_entry(_entry(), dest, str(mirror))
+    assert [d.action for d in again] == ["present", "present"]
+    assert _leftovers(dest) == []
+
+
+def test_a_corrupt_mirror_file_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    mirror, dest = _mirror(tmp_path / "mirror", jobs=JOBS.replace(b"606", b"607")), tmp_path / "dest"
+    with pytest.raises(SlurmrlError, match="checksum mismatch.*nothing was written") as info:
+        fetch_entry(_entry(), dest, str(mirror))
+    assert "jobs.csv.gz" in info.value.format()
+    assert not (dest / "tiny" / "jobs.csv.gz").exists()
+    assert _leftovers(dest) == []
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_a_partial_or_corrupt_file_in_place_is_detected_and_refetched(tmp_path: Path, damage: str) -> None:
+    mirror, dest = _mirror(tmp_path / "mirror"), tmp_path / "dest"
+    fetch_entry(_entry(), dest, str(mirror))
+    target = dest / "tiny" / "jobs.csv.gz"
+    good = target.read_bytes()
+    mid = len(good) // 2
+    target.write_bytes(
+        good[:mid] if damage == "truncated" else good[:mid] + bytes([good[mid] ^ 1]) + good[mid + 1 :]
+    )
+    assert not matches(target, _entry().files[1])
+    done = fetch_entry(_entry(), dest, str(mirror))
+    assert [d.action for d in done] == ["present", "refetched"]
+    assert target.read_bytes() == good
+
+
+def test_from_a_url_mirror_goes_through_pooch(served: tuple[str, Path], tmp_path: Path) -> None:
+    url, root = served
+    _mirror(root)
+    done = fetch_entry(_entry(), tmp_path / "dest", url + "/")
+    assert [d.action for d in done] == ["fetched", "fetched"]
+    assert (tmp_path / "dest" / "tiny" / "spec.csv").read_bytes() == SPEC
+
+
+def test_a_corrupt_download_is_refused_and_nothing_is_written(
+    served: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, root = served
+    _mirror(root)
+    (root / "tiny" / "spec.csv").write_bytes(SPEC[:-3])  # a download cut short
+    dest = tmp_path / "dest"
+    with pytest.raises(SlurmrlError, match="checksum mismatch"):
+        fetch_entry(_entry(), dest, url)
+    assert not (dest / "tiny" / "spec.csv").exists()
+    assert _leftovers(dest) == []
+
+
+def test_upstream_gzip_form_is_checked_by_content(served: tuple[str, Path], tmp_path: Path) -> None:
+    url, root = served
+    (root / "spec.csv").write_bytes(SPEC)
+    (root / "jobs.csv").write_bytes(JOBS)  # upstream keeps it uncompressed
+    dest = tmp_path / "dest"
+    fetch_entry(_entry(url), dest)
+    fetched = dest / "tiny" / "jobs.csv.gz"
+    assert gzip.decompress(fetched.read_bytes()) == JOBS and matches(fetched, _entry(url).files[1])
+    (root / "jobs.csv").write_bytes(JOBS + b"1,2,3,4,m,5,6\n")  # upstream changed: refused
+    fetched.unlink()
+    with pytest.raises(SlurmrlError, match="checksum mismatch"):
+        fetch_entry(_entry(url), dest)
+    assert not fetched.exists() and _leftovers(dest) == []
+
+
+def test_derived_files_need_a_mirror(tmp_path: Path) -> None:
+    derived = TraceEntry(
+        "tiny", "t", "CC0", "", "", "", (TraceFile("tiny/spec.csv", _sha(SPEC), "", 0, "derived", "x"),)
+    )
+    with pytest.raises(SlurmrlError, match="only a mirror") as info:
+        fetch_entry(derived, tmp_path / "dest")
+    assert "--from" in info.value.format()
+
+
+def test_a_missing_mirror_file_names_it(tmp_path: Path) -> None:
+    (tmp_path / "mirror").mkdir()
+    with pytest.raises(SlurmrlError, match="the mirror has no tiny/spec.csv"):
+        fetch_entry(_entry(), tmp_path / "dest", str(tmp_path / "mirror"))
+
+
+# --- the command line ---------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "registry", lambda: {"tiny": _entry(unknown=True)})
+
+
+def test_cli_fetch_from_mirror_into_slurmrl_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_registry: None
+) -> None:
+    mirror = _mirror(tmp_path / "mirror")
+    monkeypatch.setenv("SLURMRL_TRACES", str(tmp_path / "store"))
+    result = CliRunner().invoke(main, ["traces", "fetch", "tiny", "--from", str(mirror)])
+    assert result.exception is None, result.output
+    assert "tiny: 2 fetched in" in result.output and str(tmp_path / "store") in result.output
+    assert f"no published checksum; its sha256 is {_sha(SPEC)}" in result.output
+    assert (tmp_path / "store" / "tiny" / "jobs.csv.gz").is_file()
+
+
+def test_cli_fetch_checksum_failure_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_registry: None
+) -> None:
+    mirror = _mirror(tmp_path / "mirror", jobs=b"not the jobs\n")
+    result = CliRunner().invoke(
+        main, ["traces", "fetch", "tiny", "--from", str(mirror), "--to", str(tmp_path / "store")]
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "checksum mismatch" in errors[0] and "jobs.csv.gz" in errors[0]
+    assert not (tmp_path / "store" / "tiny" / "jobs.csv.gz").exists()
+
+
+def test_cli_unknown_trace_and_bad_mirror(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["traces", "fetch", "phily"])
+    assert result.exit_code == 1 and "unknown trace 'phily'" in result.output and "'philly'" in result.output
+    result = CliRunner().invoke(main, ["traces", "fetch", "philly", "--from", str(tmp_path / "none")])
+    assert result.exit_code == 2 and "is not a folder" in result.output
