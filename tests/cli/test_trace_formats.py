@@ -53,6 +53,13 @@ WORKLOADS: dict[str, tuple[str, int, dict[str, str]]] = {
         1,
         {},
     ),
+    "acme": (
+        "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+        "a1,u1,1,8,128,Evaluation,COMPLETED,2023-03-01 00:00:00+08:00,2023-03-01 00:00:10+08:00,"
+        "2023-03-01 00:10:10+08:00,600,10,4800.0\n",
+        1,
+        {},
+    ),
     "pai": (
         "jA,i1,u1,Terminated,1000,2000\njB,i2,u2,Failed,1100,1500\n",
         2,
