@@ -38,26 +38,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmrl.traces.helios import DROP_NEVER_RAN, DROP_NO_GPUS, STATUS
-from slurmrl.traces.rows import (
-    Builder,
-    RowError,
-    csv_rows,
-    parse_count,
-    parse_datetime,
-    parse_float,
-    parse_id,
-    read_text,
-)
-from slurmrl.traces.schema import Trace, TraceJob
+from slurmrl.traces.helios import read_log
+from slurmrl.traces.rows import Row, RowError, parse_datetime, parse_float
+from slurmrl.traces.schema import Trace
 
-REQUIRED = ("job_id", "gpu_num", "submit_time", "duration")
 # Columns that tell an Acme table from a Helios log (which has vc and no type).
 MARKERS = frozenset({"job_id", "gpu_num", "node_num", "type", "state", "submit_time", "duration", "gpu_time"})
 
 
-def _run_time(start: str, end: str, duration: str) -> float | None:
+def _run_time(row: Row) -> float | None:
     """Seconds the job ran: end minus start when both are known, else ``duration``; None if it never started."""
+    start, end, duration = row.opt("start_time"), row.opt("end_time"), row.opt("duration")
     if not start:
         return None
     if end:
@@ -69,36 +60,4 @@ def _run_time(start: str, end: str, duration: str) -> float | None:
 
 
 def load(path: Path, display: str, skip_bad: bool) -> Trace:
-    b = Builder(display, "acme", skip_bad)
-    for row in csv_rows(read_text(path, display), display, REQUIRED):
-        try:
-            job_id = parse_id(row.get("job_id"))
-            gpus = parse_count(row.get("gpu_num"), "gpu_num")
-            submit = b.saw(parse_datetime(row.get("submit_time"), "submit_time"))
-            nodes_text = row.opt("node_num")
-            nodes = parse_count(nodes_text, "node_num") if nodes_text else None
-            if gpus == 0:
-                b.drop(DROP_NO_GPUS)
-                continue
-            duration = _run_time(row.opt("start_time"), row.opt("end_time"), row.get("duration"))
-            if duration is None:
-                b.drop(DROP_NEVER_RAN)
-                continue
-        except RowError as err:
-            b.bad(err, row.line)
-            continue
-        state = row.opt("state").upper()
-        b.add(
-            TraceJob(
-                job_id=job_id,
-                submit_time=submit,
-                duration=duration,
-                num_gpus=gpus,
-                user=row.opt("user"),
-                num_nodes=nodes or None,
-                status=STATUS.get(state, state),
-                name=row.opt("type"),
-            ),
-            row.line,
-        )
-    return b.finish(rebase=True)
+    return read_log(path, display, skip_bad, "acme", _run_time, name_column="type")
