@@ -6,9 +6,12 @@ shared traces folder; how CI and offline sites work), a mirror URL
 Downloads go through pooch. Every file is written to a temporary name in
 its final folder, checked against the registry's sha256 and only then
 renamed into place, so a loader never sees a partial or corrupt file: a
-failed check leaves nothing behind and says which file and checksums
-differ. A file already in place is checked too, and fetched again when its
-bytes do not match (an interrupted copy from an older tool, a bad disk).
+download that fails its check is fetched once more, and a second failure
+leaves nothing behind and says which file and checksums differ. A file
+already in place is checked too, and fetched again when its bytes do not
+match (an interrupted copy from an older tool, a bad disk). Tables shipped
+as archives (the PAI 2020 ``.tar.gz``) are unpacked the same way, member by
+member, each checked against its own published sha256.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import gzip
 import hashlib
 import os
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +91,13 @@ def fetch_entry(entry: TraceEntry, dest: Path, source: str | None = None) -> lis
     return done
 
 
+class _Mismatch(Exception):
+    """The bytes read do not have the registered checksum."""
+
+
+DOWNLOAD_ATTEMPTS = 2  # a download that fails its checksum is fetched once more before giving up
+
+
 def _fetch_file(spec: TraceFile, dest: Path, source: str | None) -> Fetched:
     target = dest / spec.path
     action = "fetched"
@@ -102,26 +113,48 @@ def _fetch_file(spec: TraceFile, dest: Path, source: str | None) -> Fetched:
         raise SlurmrlError(
             f"cannot write the traces folder ({exc.strerror})", file=str(target.parent)
         ) from None
-    origin = _origin(spec, source)
-    with _staged(target) as staged:
-        if "://" in origin and not origin.startswith("file://"):
-            _download(origin, staged, spec if spec.form != "gzip" or source else None)
-        else:
-            _copy(Path(origin.removeprefix("file://")), staged, spec)
-        if spec.form == "gzip" and source is None:
-            _gzip_in_place(staged)
-        if spec.verifiable and not matches(staged, spec):
-            raise SlurmrlError(
-                f"checksum mismatch: got sha256 {sha256_of(staged)}, the registry has "
-                f"{spec.sha256 or spec.content_sha256} (nothing was written)",
-                file=origin,
-                hint="the source is corrupt or another version; fetch again or use another mirror",
-            )
+    origin = _origin(spec, dest, source)
+    attempts = DOWNLOAD_ATTEMPTS if _is_url(origin) else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            with _staged(target) as staged:
+                _read(origin, staged, spec, source)
+                if spec.verifiable and not matches(staged, spec):
+                    raise _Mismatch(
+                        f"got sha256 {sha256_of(staged)}, the registry has {spec.sha256 or spec.content_sha256}"
+                    )
+            break
+        except _Mismatch as exc:
+            if attempt == attempts:
+                tries = f" after {attempts} downloads" if attempts > 1 else ""
+                raise SlurmrlError(
+                    f"checksum mismatch{tries}: {exc} (nothing was written)",
+                    file=origin,
+                    hint="the source is corrupt or another version; fetch again or use another mirror",
+                ) from None
     return Fetched(target, action, spec.verifiable, sha256_of(target))
 
 
-def _origin(spec: TraceFile, source: str | None) -> str:
-    """Where ``spec`` is read from: the mirror's copy, or its upstream URL."""
+def _is_url(origin: str) -> bool:
+    return "://" in origin and not origin.startswith("file://")
+
+
+def _read(origin: str, staged: Path, spec: TraceFile, source: str | None) -> None:
+    """Fill ``staged`` with ``spec``'s bytes from ``origin``, in the form the traces folder keeps."""
+    if spec.form == "untar":
+        _untar(Path(origin), staged, spec)
+    elif _is_url(origin):
+        _download(origin, staged, spec if spec.form != "gzip" or source else None)
+    else:
+        _copy(Path(origin.removeprefix("file://")), staged, spec)
+    if spec.form == "gzip" and source is None:
+        _gzip_in_place(staged)
+
+
+def _origin(spec: TraceFile, dest: Path, source: str | None) -> str:
+    """Where ``spec`` is read from: the archive it unpacks from, the mirror's copy, or its upstream URL."""
+    if spec.form == "untar":
+        return str(dest / spec.source)
     if source is not None:
         if "://" in source:
             return source.rstrip("/") + "/" + spec.path
@@ -134,6 +167,20 @@ def _origin(spec: TraceFile, source: str | None) -> str:
     if not spec.source:
         raise SlurmrlError(f"{spec.path} has no download address", hint="pass --from DIR|URL")
     return spec.source
+
+
+def _untar(archive: Path, staged: Path, spec: TraceFile) -> None:
+    """Copy the member named like ``spec.path`` out of ``archive`` (fetched and checked before it)."""
+    name = Path(spec.path).name
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            member = next((m for m in tar.getmembers() if m.isfile() and Path(m.name).name == name), None)
+            if member is None:
+                raise SlurmrlError(f"the archive has no {name}", file=str(archive))
+            with tar.extractfile(member) as data, staged.open("wb") as out:  # type: ignore[union-attr]
+                shutil.copyfileobj(data, out, _CHUNK)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise SlurmrlError(f"cannot unpack {name} ({exc})", file=str(archive)) from None
 
 
 @contextmanager
@@ -176,7 +223,7 @@ def _download(url: str, staged: Path, spec: TraceFile | None) -> None:
     try:
         got = pooch.retrieve(url, known_hash=known, fname=staged.name + ".dl", path=staged.parent)
     except ValueError as exc:  # pooch's hash mismatch
-        raise SlurmrlError(f"checksum mismatch ({exc}); nothing was written", file=url) from None
+        raise _Mismatch(str(exc).splitlines()[0]) from None
     except (requests.RequestException, OSError) as exc:
         raise SlurmrlError(f"download failed ({exc})", file=url) from None
     os.replace(got, staged)

@@ -8,8 +8,9 @@ a traces folder, at the same relative paths as the shared traces collection
 
 A file's ``form`` says what its source URL gives: ``same`` (these very
 bytes), ``gzip`` (the bytes before gzip: the check is then on the
-uncompressed content) or ``derived`` (a converted subset: only a mirror of
-the traces folder holds it). An empty ``sha256`` means no checksum is known;
+uncompressed content), ``derived`` (a converted subset: only a mirror of
+the traces folder holds it) or ``untar`` (the member of that name in the
+archive ``source``, a path of an earlier file of the same trace). An empty ``sha256`` means no checksum is known;
 such a file is fetched unverified and the command says so.
 """
 
@@ -23,7 +24,7 @@ from importlib import resources
 
 from slurmrl.errors import SlurmrlError
 
-FORMS = ("same", "gzip", "derived")
+FORMS = ("same", "gzip", "derived", "untar")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,9 @@ class TraceFile:
     content_sha256: str  # of a .gz file's uncompressed bytes; "" = not recorded
     size: int  # bytes; 0 = unknown
     form: str  # one of FORMS
-    source: str  # the URL it comes from (for "derived": the file it was converted from)
+    source: (
+        str  # the URL it comes from ("derived": the file it was converted from; "untar": the archive's path)
+    )
 
     @property
     def verifiable(self) -> bool:

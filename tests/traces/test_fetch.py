@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import http.server
+import io
+import tarfile
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -56,7 +58,10 @@ def _mirror(root: Path, jobs: bytes = JOBS) -> Path:
 
 
 def _leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(".") or p.suffix in (".part", ".dl"))
+    """Files under ``folder`` that are no registered file: temporaries a failed fetch left behind."""
+    registered = {"tiny/spec.csv", "tiny/jobs.csv.gz", "tiny/jobs.tar.gz", "tiny/jobs.csv"}
+    found = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+    return sorted(found - registered)
 
 
 @pytest.fixture
@@ -127,7 +132,7 @@ def test_a_corrupt_download_is_refused_and_nothing_is_written(
     _mirror(root)
     (root / "tiny" / "spec.csv").write_bytes(SPEC[:-3])  # a download cut short
     dest = tmp_path / "dest"
-    with pytest.raises(SlurmrlError, match="checksum mismatch"):
+    with pytest.raises(SlurmrlError, match="checksum mismatch after 2 downloads"):
         fetch_entry(_entry(), dest, url)
     assert not (dest / "tiny" / "spec.csv").exists()
     assert _leftovers(dest) == []
@@ -161,6 +166,85 @@ def test_a_missing_mirror_file_names_it(tmp_path: Path) -> None:
     (tmp_path / "mirror").mkdir()
     with pytest.raises(SlurmrlError, match="the mirror has no tiny/spec.csv"):
         fetch_entry(_entry(), tmp_path / "dest", str(tmp_path / "mirror"))
+
+
+def _tar_gz(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _archived_entry(archive: bytes, table_sha: str) -> TraceEntry:
+    """An archive as published (checksum of the archive) and the table unpacked from it (its own checksum)."""
+    return TraceEntry(
+        "tiny",
+        "t",
+        "CC0",
+        "",
+        "",
+        "",
+        (
+            TraceFile(
+                "tiny/jobs.tar.gz", _sha(archive), "", len(archive), "same", "https://example.org/jobs.tar.gz"
+            ),
+            TraceFile("tiny/jobs.csv", table_sha, "", 0, "untar", "tiny/jobs.tar.gz"),
+        ),
+    )
+
+
+def test_archived_tables_are_unpacked_and_checked(tmp_path: Path) -> None:
+    archive = _tar_gz({"jobs.csv": JOBS, "README": b"other member\n"})
+    (tmp_path / "mirror" / "tiny").mkdir(parents=True)
+    (tmp_path / "mirror" / "tiny" / "jobs.tar.gz").write_bytes(archive)
+    dest = tmp_path / "dest"
+    done = fetch_entry(_archived_entry(archive, _sha(JOBS)), dest, str(tmp_path / "mirror"))
+    assert [d.action for d in done] == ["fetched", "fetched"]
+    assert (dest / "tiny" / "jobs.csv").read_bytes() == JOBS
+    (dest / "tiny" / "jobs.csv").unlink()
+    with pytest.raises(SlurmrlError, match="checksum mismatch") as info:
+        fetch_entry(_archived_entry(archive, _sha(SPEC)), dest, str(tmp_path / "mirror"))
+    assert "jobs.tar.gz" in info.value.format()
+    assert not (dest / "tiny" / "jobs.csv").exists() and _leftovers(dest) == []
+
+
+def test_a_download_that_fails_its_check_is_fetched_again(tmp_path: Path) -> None:
+    """A server that sends a cut-short file once, then the whole file: the second download is kept."""
+    root = _mirror(tmp_path / "www")
+    sent: list[str] = []
+
+    class Flaky(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            sent.append(self.path)
+            if self.path.endswith("spec.csv") and sent.count(self.path) == 1:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(SPEC) - 3))
+                self.end_headers()
+                self.wfile.write(SPEC[:-3])
+                return
+            super().do_GET()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        done = fetch_entry(_entry(), tmp_path / "dest", url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [d.action for d in done] == ["fetched", "fetched"]
+    assert sent.count("/tiny/spec.csv") == 2
+    assert (tmp_path / "dest" / "tiny" / "spec.csv").read_bytes() == SPEC
+    assert _leftovers(tmp_path / "dest") == []
 
 
 # --- the command line ---------------------------------------------------------

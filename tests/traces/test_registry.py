@@ -42,7 +42,11 @@ def test_files_are_well_formed_and_unique() -> None:
         for f in entry.files:
             assert f.path not in seen and not f.path.startswith("/") and ".." not in f.path
             seen.add(f.path)
-            assert f.form in FORMS and f.source.startswith("https://"), f.path
+            assert f.form in FORMS, f.path
+            if f.form == "untar":  # unpacked from an archive fetched before it
+                assert f.source in seen and Path(f.source).name.startswith(Path(f.path).stem), f.path
+            else:
+                assert f.source.startswith("https://"), f.path
             assert f.sha256 == "" or HEX.match(f.sha256), f.path
             assert f.content_sha256 == "" or HEX.match(f.content_sha256), f.path
             if f.form == "gzip":
@@ -107,4 +111,5 @@ def test_traces_list_shows_license_and_checksums() -> None:
     assert result.exception is None, result.output
     assert "philly: Microsoft Philly" in result.output
     assert "license CC-BY-4.0; checksums: sha256 of all 5 files" in result.output
+    assert re.search(r"pai-2020: .*\n  license CC-BY-4\.0; checksums: sha256 of all 5 files", result.output)
     assert re.search(r"acme: .*\n  license CC-BY-4\.0; checksums: sha256 of 1 of 3 files", result.output)
