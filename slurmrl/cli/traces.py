@@ -58,10 +58,16 @@ def fetch(names: tuple[str, ...], source: str | None, dest: str | None) -> None:
     if source is not None and "://" not in source and not Path(source).is_dir():
         raise click.BadParameter(f"{source} is not a folder", param_hint="--from")
     for entry in entries:
-        done = fetch_entry(entry, folder, source)
-        unverified = [d for d in done if not d.verified]
-        counts = {a: sum(d.action == a for d in done) for a in ("fetched", "refetched", "present")}
+        report = fetch_entry(entry, folder, source)
+        counts = {a: sum(d.action == a for d in report.done) for a in ("fetched", "refetched", "present")}
         summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n)
         click.echo(f"{entry.name}: {summary} in {folder} (license {entry.license})")
-        for item in unverified:
-            click.echo(f"  {item.path}: no published checksum; its sha256 is {item.sha256}", err=True)
+        for item in report.done:
+            if not item.verified:
+                click.echo(f"  {item.path}: no published checksum; its sha256 is {item.sha256}", err=True)
+        if report.mirror_only:
+            click.echo(
+                f"  left out {len(report.mirror_only)} file(s) only a mirror holds (converted subsets, e.g. "
+                f"{report.mirror_only[0]}): add --from DIR|URL to get them",
+                err=True,
+            )

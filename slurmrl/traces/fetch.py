@@ -22,6 +22,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,14 +53,26 @@ def sha256_of(path: Path, *, uncompressed: bool = False) -> str:
     return digest.hexdigest()
 
 
+def git_blob_id(path: Path) -> str:
+    """The id git gives ``path``'s bytes as a blob: sha1 of ``blob <size>\\0`` and the bytes."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def matches(path: Path, spec: TraceFile) -> bool:
     """Whether ``path`` holds the registered file: its own bytes, or (``.gz``) its uncompressed content.
 
     The content check lets a file gzipped here from its upstream bytes pass,
-    though another gzip than the mirror's gives other compressed bytes.
+    though another gzip than the mirror's gives other compressed bytes. A
+    file known only by its git blob id is checked by that.
     """
     if spec.sha256 and sha256_of(path) == spec.sha256:
         return True
+    if not (spec.sha256 or spec.content_sha256) and spec.git_sha1:
+        return git_blob_id(path) == spec.git_sha1
     if spec.content_sha256:
         try:
             return sha256_of(path, uncompressed=True) == spec.content_sha256
@@ -68,8 +81,20 @@ def matches(path: Path, spec: TraceFile) -> bool:
     return False
 
 
-def fetch_entry(entry: TraceEntry, dest: Path, source: str | None = None) -> list[Fetched]:
-    """Put every file of ``entry`` under ``dest``; ``source`` is a mirror folder or URL, None = upstream."""
+@dataclass(frozen=True, slots=True)
+class FetchReport:
+    """The files put in place, and those left out because only a mirror holds them."""
+
+    done: tuple[Fetched, ...]
+    mirror_only: tuple[str, ...]
+
+
+def fetch_entry(entry: TraceEntry, dest: Path, source: str | None = None) -> FetchReport:
+    """Put every file of ``entry`` under ``dest``; ``source`` is a mirror folder or URL, None = upstream.
+
+    Upstream, a file only mirrors hold (a ``derived`` one) is left out and
+    named in the report; if that leaves nothing to fetch, it is an error.
+    """
     if not entry.files:
         raise SlurmrlError(
             f"trace '{entry.name}' has no file to fetch: {entry.note or 'see its homepage'}",
@@ -82,13 +107,13 @@ def fetch_entry(entry: TraceEntry, dest: Path, source: str | None = None) -> lis
             mirror_only.append(spec.path)
             continue
         done.append(_fetch_file(spec, dest, source))
-    if mirror_only:
+    if mirror_only and not done:
         raise SlurmrlError(
-            f"{len(mirror_only)} file(s) of '{entry.name}' are converted subsets that only a mirror of the "
-            f"traces folder holds (first: {mirror_only[0]}); {len(done)} other(s) are in place",
+            f"the files of '{entry.name}' are converted subsets that only a mirror of the traces folder holds "
+            f"(first: {mirror_only[0]})",
             hint="pass --from DIR|URL, e.g. --from ../shared/traces",
         )
-    return done
+    return FetchReport(tuple(done), tuple(mirror_only))
 
 
 class _Mismatch(Exception):
@@ -120,9 +145,7 @@ def _fetch_file(spec: TraceFile, dest: Path, source: str | None) -> Fetched:
             with _staged(target) as staged:
                 _read(origin, staged, spec, source)
                 if spec.verifiable and not matches(staged, spec):
-                    raise _Mismatch(
-                        f"got sha256 {sha256_of(staged)}, the registry has {spec.sha256 or spec.content_sha256}"
-                    )
+                    raise _Mismatch(_difference(staged, spec))
             break
         except _Mismatch as exc:
             if attempt == attempts:
@@ -135,25 +158,53 @@ def _fetch_file(spec: TraceFile, dest: Path, source: str | None) -> Fetched:
     return Fetched(target, action, spec.verifiable, sha256_of(target))
 
 
+def _difference(path: Path, spec: TraceFile) -> str:
+    if spec.sha256 or spec.content_sha256:
+        return f"got sha256 {sha256_of(path)}, the registry has {spec.sha256 or spec.content_sha256}"
+    return f"got git blob id {git_blob_id(path)}, the registry has {spec.git_sha1}"
+
+
 def _is_url(origin: str) -> bool:
     return "://" in origin and not origin.startswith("file://")
 
 
 def _read(origin: str, staged: Path, spec: TraceFile, source: str | None) -> None:
     """Fill ``staged`` with ``spec``'s bytes from ``origin``, in the form the traces folder keeps."""
-    if spec.form == "untar":
-        _untar(Path(origin), staged, spec)
+    upstream = source is None
+    if spec.form == "unpack":
+        _unpack(Path(origin), staged, spec)
+    elif spec.form == "convert" and upstream:
+        _convert(origin, staged, spec)
     elif _is_url(origin):
-        _download(origin, staged, spec if spec.form != "gzip" or source else None)
+        _download(origin, staged, None if upstream and spec.form == "gzip" else spec.sha256)
     else:
         _copy(Path(origin.removeprefix("file://")), staged, spec)
-    if spec.form == "gzip" and source is None:
+    if upstream and (spec.form == "gzip" or (spec.form == "convert" and spec.path.endswith(".gz"))):
         _gzip_in_place(staged)
 
 
+def _convert(origin: str, staged: Path, spec: TraceFile) -> None:
+    """Download the upstream source (checked against ``source_sha256``) and convert it into ``staged``."""
+    from slurmrl.traces.convert import convert
+
+    raw = staged.with_name(staged.name + ".src")
+    try:
+        if _is_url(origin):
+            _download(origin, raw, spec.source_sha256)
+        else:
+            _copy(Path(origin.removeprefix("file://")), raw, spec)
+            if spec.source_sha256 and sha256_of(raw) != spec.source_sha256:
+                raise _Mismatch(
+                    f"source {origin}: got sha256 {sha256_of(raw)}, the registry has {spec.source_sha256}"
+                )
+        convert(spec.converter, raw, staged)
+    finally:
+        raw.unlink(missing_ok=True)
+
+
 def _origin(spec: TraceFile, dest: Path, source: str | None) -> str:
-    """Where ``spec`` is read from: the archive it unpacks from, the mirror's copy, or its upstream URL."""
-    if spec.form == "untar":
+    """Where ``spec`` is read from: the archive it unpacks from, the mirror's copy, or its upstream source."""
+    if spec.form == "unpack":
         return str(dest / spec.source)
     if source is not None:
         if "://" in source:
@@ -169,18 +220,32 @@ def _origin(spec: TraceFile, dest: Path, source: str | None) -> str:
     return spec.source
 
 
-def _untar(archive: Path, staged: Path, spec: TraceFile) -> None:
-    """Copy the member named like ``spec.path`` out of ``archive`` (fetched and checked before it)."""
-    name = Path(spec.path).name
+def _unpack(archive: Path, staged: Path, spec: TraceFile) -> None:
+    """Copy one member out of a tar or zip ``archive`` (fetched and checked before it)."""
+    name = spec.member or Path(spec.path).name
     try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                found = next((n for n in zf.namelist() if _is_member(n, name)), None)
+                if found is None:
+                    raise SlurmrlError(f"the archive has no {name}", file=str(archive))
+                with zf.open(found) as data, staged.open("wb") as out:
+                    shutil.copyfileobj(data, out, _CHUNK)
+            return
         with tarfile.open(archive, "r:*") as tar:
-            member = next((m for m in tar.getmembers() if m.isfile() and Path(m.name).name == name), None)
+            member = next((m for m in tar.getmembers() if m.isfile() and _is_member(m.name, name)), None)
             if member is None:
                 raise SlurmrlError(f"the archive has no {name}", file=str(archive))
             with tar.extractfile(member) as data, staged.open("wb") as out:  # type: ignore[union-attr]
                 shutil.copyfileobj(data, out, _CHUNK)
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise SlurmrlError(f"cannot unpack {name} ({exc})", file=str(archive)) from None
+
+
+def _is_member(stored: str, wanted: str) -> bool:
+    """``wanted`` names ``stored`` whole, or its trailing path components (``./x.csv`` is ``x.csv``)."""
+    parts, tail = Path(stored).parts, Path(wanted).parts
+    return parts[-len(tail) :] == tail
 
 
 @contextmanager
@@ -209,17 +274,17 @@ def _copy(path: Path, staged: Path, spec: TraceFile) -> None:
         raise SlurmrlError(f"cannot read the mirror's copy ({exc.strerror})", file=str(path)) from None
 
 
-def _download(url: str, staged: Path, spec: TraceFile | None) -> None:
-    """Download with pooch, which checks ``spec``'s sha256 before it lets the file out of its own temporary.
+def _download(url: str, staged: Path, sha256: str | None) -> None:
+    """Download with pooch, which checks ``sha256`` (if any) before it lets the file out of its own temporary.
 
-    ``spec`` is None for an upstream file the mirror stores gzipped: its
-    bytes are checked by content once compressed.
+    None or "" for an upstream file the mirror stores gzipped (its bytes are
+    checked by content once compressed) or one known by another checksum.
     """
     import pooch
     import requests
 
     pooch.get_logger().setLevel("WARNING")
-    known = f"sha256:{spec.sha256}" if spec is not None and spec.sha256 else None
+    known = f"sha256:{sha256}" if sha256 else None
     try:
         got = pooch.retrieve(url, known_hash=known, fname=staged.name + ".dl", path=staged.parent)
     except ValueError as exc:  # pooch's hash mismatch

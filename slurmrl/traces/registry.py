@@ -8,10 +8,15 @@ a traces folder, at the same relative paths as the shared traces collection
 
 A file's ``form`` says what its source URL gives: ``same`` (these very
 bytes), ``gzip`` (the bytes before gzip: the check is then on the
-uncompressed content), ``derived`` (a converted subset: only a mirror of
-the traces folder holds it) or ``untar`` (the member of that name in the
-archive ``source``, a path of an earlier file of the same trace). An empty ``sha256`` means no checksum is known;
-such a file is fetched unverified and the command says so.
+uncompressed content), ``convert`` (the input of ``converter`` in
+:mod:`slurmrl.traces.convert`, itself checked against ``source_sha256``;
+the output is checked as any file), ``derived`` (a converted subset no
+converter rebuilds: only a mirror of the traces folder holds it) or
+``unpack`` (the member ``member``, by default the file's own name, of the
+tar or zip archive ``source``, a path of an earlier file of the same trace).
+Where a source publishes no sha256 but its git repository holds the file,
+``git_sha1`` (the git blob id) checks it. A file with no checksum at all is
+fetched unverified and the command says so.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from importlib import resources
 
 from slurmrl.errors import SlurmrlError
 
-FORMS = ("same", "gzip", "derived", "untar")
+FORMS = ("same", "gzip", "convert", "derived", "unpack")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +39,15 @@ class TraceFile:
     content_sha256: str  # of a .gz file's uncompressed bytes; "" = not recorded
     size: int  # bytes; 0 = unknown
     form: str  # one of FORMS
-    source: (
-        str  # the URL it comes from ("derived": the file it was converted from; "untar": the archive's path)
-    )
+    source: str  # URL; "derived": the file it was converted from; "unpack": the archive's path
+    git_sha1: str = ""  # git blob id of the file in its source repository; "" = not recorded
+    member: str = ""  # "unpack": the member's path in the archive; "" = the file's own name
+    converter: str = ""  # "convert": the name in slurmrl.traces.convert.CONVERTERS
+    source_sha256: str = ""  # "convert": sha256 of the upstream source, checked before converting
 
     @property
     def verifiable(self) -> bool:
-        return bool(self.sha256 or self.content_sha256)
+        return bool(self.sha256 or self.content_sha256 or self.git_sha1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +63,18 @@ class TraceEntry:
     @property
     def checksums(self) -> str:
         """How many of its files have a known checksum, for the listing."""
-        known = sum(f.verifiable for f in self.files)
         if not self.files:
             return "no files listed"
-        if known == len(self.files):
-            return f"sha256 of all {known} files"
-        return "unknown" if known == 0 else f"sha256 of {known} of {len(self.files)} files"
+        total = len(self.files)
+        sha = sum(bool(f.sha256 or f.content_sha256) for f in self.files)
+        git = sum(bool(f.git_sha1) and not (f.sha256 or f.content_sha256) for f in self.files)
+        every = "its file" if total == 1 else f"all {total} files"
+        parts = [f"sha256 of {every}" if sha == total else f"sha256 of {sha} of {total} files"] if sha else []
+        if git:
+            parts.append(f"git blob id of {git}")
+        if sha + git < total:
+            parts.append(f"unknown for {total - sha - git}")
+        return ", ".join(parts) if sha or git else "unknown"
 
 
 def _file(raw: dict, where: str) -> TraceFile:
@@ -73,6 +86,10 @@ def _file(raw: dict, where: str) -> TraceFile:
             size=int(raw.get("size", 0)),
             form=str(raw.get("form", "same")),
             source=str(raw.get("source", "")),
+            git_sha1=str(raw.get("git_sha1", "")),
+            member=str(raw.get("member", "")),
+            converter=str(raw.get("converter", "")),
+            source_sha256=str(raw.get("source_sha256", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SlurmrlError(f"bad file entry in the trace registry ({exc})", file=where) from None

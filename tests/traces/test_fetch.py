@@ -83,11 +83,11 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def test_from_a_local_mirror_puts_verified_files_in_place(tmp_path: Path) -> None:
     mirror, dest = _mirror(tmp_path / "mirror"), tmp_path / "dest"
-    done = fetch_entry(_entry(), dest, str(mirror))
+    done = fetch_entry(_entry(), dest, str(mirror)).done
     assert [(d.action, d.verified) for d in done] == [("fetched", True), ("fetched", True)]
     assert (dest / "tiny" / "spec.csv").read_bytes() == SPEC
     assert gzip.decompress((dest / "tiny" / "jobs.csv.gz").read_bytes()) == JOBS
-    again = fetch_entry(_entry(), dest, str(mirror))
+    again = fetch_entry(_entry(), dest, str(mirror)).done
     assert [d.action for d in again] == ["present", "present"]
     assert _leftovers(dest) == []
 
@@ -112,7 +112,7 @@ def test_a_partial_or_corrupt_file_in_place_is_detected_and_refetched(tmp_path: 
         good[:mid] if damage == "truncated" else good[:mid] + bytes([good[mid] ^ 1]) + good[mid + 1 :]
     )
     assert not matches(target, _entry().files[1])
-    done = fetch_entry(_entry(), dest, str(mirror))
+    done = fetch_entry(_entry(), dest, str(mirror)).done
     assert [d.action for d in done] == ["present", "refetched"]
     assert target.read_bytes() == good
 
@@ -120,7 +120,7 @@ def test_a_partial_or_corrupt_file_in_place_is_detected_and_refetched(tmp_path: 
 def test_from_a_url_mirror_goes_through_pooch(served: tuple[str, Path], tmp_path: Path) -> None:
     url, root = served
     _mirror(root)
-    done = fetch_entry(_entry(), tmp_path / "dest", url + "/")
+    done = fetch_entry(_entry(), tmp_path / "dest", url + "/").done
     assert [d.action for d in done] == ["fetched", "fetched"]
     assert (tmp_path / "dest" / "tiny" / "spec.csv").read_bytes() == SPEC
 
@@ -154,12 +154,16 @@ def test_upstream_gzip_form_is_checked_by_content(served: tuple[str, Path], tmp_
 
 
 def test_derived_files_need_a_mirror(tmp_path: Path) -> None:
-    derived = TraceEntry(
-        "tiny", "t", "CC0", "", "", "", (TraceFile("tiny/spec.csv", _sha(SPEC), "", 0, "derived", "x"),)
-    )
+    derived = TraceFile("tiny/derived.csv", _sha(SPEC), "", 0, "derived", "https://example.org/raw.csv")
     with pytest.raises(SlurmrlError, match="only a mirror") as info:
-        fetch_entry(derived, tmp_path / "dest")
+        fetch_entry(TraceEntry("tiny", "t", "CC0", "", "", "", (derived,)), tmp_path / "dest")
     assert "--from" in info.value.format()
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    (upstream / "spec.csv").write_bytes(SPEC)
+    both = TraceEntry("tiny", "t", "CC0", "", "", "", (_entry(f"file://{upstream}").files[0], derived))
+    report = fetch_entry(both, tmp_path / "dest")  # upstream: what can be fetched is, the rest is named
+    assert [d.action for d in report.done] == ["fetched"] and report.mirror_only == ("tiny/derived.csv",)
 
 
 def test_a_missing_mirror_file_names_it(tmp_path: Path) -> None:
@@ -191,7 +195,7 @@ def _archived_entry(archive: bytes, table_sha: str) -> TraceEntry:
             TraceFile(
                 "tiny/jobs.tar.gz", _sha(archive), "", len(archive), "same", "https://example.org/jobs.tar.gz"
             ),
-            TraceFile("tiny/jobs.csv", table_sha, "", 0, "untar", "tiny/jobs.tar.gz"),
+            TraceFile("tiny/jobs.csv", table_sha, "", 0, "unpack", "tiny/jobs.tar.gz"),
         ),
     )
 
@@ -201,7 +205,7 @@ def test_archived_tables_are_unpacked_and_checked(tmp_path: Path) -> None:
     (tmp_path / "mirror" / "tiny").mkdir(parents=True)
     (tmp_path / "mirror" / "tiny" / "jobs.tar.gz").write_bytes(archive)
     dest = tmp_path / "dest"
-    done = fetch_entry(_archived_entry(archive, _sha(JOBS)), dest, str(tmp_path / "mirror"))
+    done = fetch_entry(_archived_entry(archive, _sha(JOBS)), dest, str(tmp_path / "mirror")).done
     assert [d.action for d in done] == ["fetched", "fetched"]
     assert (dest / "tiny" / "jobs.csv").read_bytes() == JOBS
     (dest / "tiny" / "jobs.csv").unlink()
@@ -209,6 +213,48 @@ def test_archived_tables_are_unpacked_and_checked(tmp_path: Path) -> None:
         fetch_entry(_archived_entry(archive, _sha(SPEC)), dest, str(tmp_path / "mirror"))
     assert "jobs.tar.gz" in info.value.format()
     assert not (dest / "tiny" / "jobs.csv").exists() and _leftovers(dest) == []
+
+
+def test_a_zip_member_is_found_by_its_path_and_a_git_blob_id_checks_the_archive(tmp_path: Path) -> None:
+    """As Helios' data.zip: known only by its git blob id, holding one cluster_log.csv per cluster."""
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("data/Earth/cluster_log.csv", b"earth\n")
+        zf.writestr("data/Venus/cluster_log.csv", JOBS)
+    archive = buffer.getvalue()
+    blob = hashlib.sha1(b"blob %d\0" % len(archive) + archive).hexdigest()
+    entry = TraceEntry(
+        "tiny",
+        "t",
+        "CC0",
+        "",
+        "",
+        "",
+        (
+            TraceFile("tiny/data.zip", "", "", 0, "same", "https://example.org/data.zip", git_sha1=blob),
+            TraceFile(
+                "tiny/Venus/log.csv",
+                "",
+                "",
+                0,
+                "unpack",
+                "tiny/data.zip",
+                member="data/Venus/cluster_log.csv",
+            ),
+        ),
+    )
+    (tmp_path / "mirror" / "tiny").mkdir(parents=True)
+    (tmp_path / "mirror" / "tiny" / "data.zip").write_bytes(archive)
+    done = fetch_entry(entry, tmp_path / "dest", str(tmp_path / "mirror")).done
+    assert [(d.action, d.verified) for d in done] == [("fetched", True), ("fetched", False)]
+    assert (tmp_path / "dest" / "tiny" / "Venus" / "log.csv").read_bytes() == JOBS
+    (tmp_path / "dest" / "tiny" / "data.zip").write_bytes(archive + b"junk")  # damaged in place
+    (tmp_path / "mirror" / "tiny" / "data.zip").write_bytes(archive[:-1] + b"!")  # and the mirror is bad
+    with pytest.raises(SlurmrlError, match=f"got git blob id [0-9a-f]{{40}}, the registry has {blob}"):
+        fetch_entry(entry, tmp_path / "dest", str(tmp_path / "mirror"))
+    assert (tmp_path / "dest" / "tiny" / "data.zip").read_bytes() == archive + b"junk"  # left as it was
 
 
 def test_a_download_that_fails_its_check_is_fetched_again(tmp_path: Path) -> None:
@@ -237,7 +283,7 @@ def test_a_download_that_fails_its_check_is_fetched_again(tmp_path: Path) -> Non
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        done = fetch_entry(_entry(), tmp_path / "dest", url)
+        done = fetch_entry(_entry(), tmp_path / "dest", url).done
     finally:
         server.shutdown()
         server.server_close()

@@ -43,12 +43,13 @@ def test_files_are_well_formed_and_unique() -> None:
             assert f.path not in seen and not f.path.startswith("/") and ".." not in f.path
             seen.add(f.path)
             assert f.form in FORMS, f.path
-            if f.form == "untar":  # unpacked from an archive fetched before it
-                assert f.source in seen and Path(f.source).name.startswith(Path(f.path).stem), f.path
+            if f.form == "unpack":  # unpacked from an archive of the same trace, fetched before it
+                assert f.source in seen and entry_for(f.source) is entry, f.path
             else:
                 assert f.source.startswith("https://"), f.path
             assert f.sha256 == "" or HEX.match(f.sha256), f.path
             assert f.content_sha256 == "" or HEX.match(f.content_sha256), f.path
+            assert f.git_sha1 == "" or re.match(r"^[0-9a-f]{40}$", f.git_sha1), f.path
             if f.form == "gzip":
                 assert f.path.endswith(".gz") and f.content_sha256, f.path
 
@@ -112,4 +113,7 @@ def test_traces_list_shows_license_and_checksums() -> None:
     assert "philly: Microsoft Philly" in result.output
     assert "license CC-BY-4.0; checksums: sha256 of all 5 files" in result.output
     assert re.search(r"pai-2020: .*\n  license CC-BY-4\.0; checksums: sha256 of all 5 files", result.output)
-    assert re.search(r"acme: .*\n  license CC-BY-4\.0; checksums: sha256 of 1 of 3 files", result.output)
+    assert re.search(
+        r"acme: .*\n  license CC-BY-4\.0; checksums: sha256 of 1 of 3 files, git blob id of 2;", result.output
+    )
+    assert "philly-raw: " in result.output and "checksums: sha256 of its file;" in result.output
