@@ -290,7 +290,11 @@ def _download(url: str, staged: Path, sha256: str | None) -> None:
     except ValueError as exc:  # pooch's hash mismatch
         raise _Mismatch(str(exc).splitlines()[0]) from None
     except (requests.RequestException, OSError) as exc:
-        raise SlurmrlError(f"download failed ({exc})", file=url) from None
+        raise SlurmrlError(
+            f"download failed ({exc})",
+            file=url,
+            hint="offline? pass --from DIR|URL, a mirror of the traces folder",
+        ) from None
     os.replace(got, staged)
 
 
