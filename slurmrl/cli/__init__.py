@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adapt": ("slurmrl.cli.adapt:adapt", "Adapt a meta-learned placement policy to a shifted workload."),
     "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
     "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
+    "traces": ("slurmrl.cli.traces:traces", "List the public traces and fetch them, verified."),
 }
 
 
