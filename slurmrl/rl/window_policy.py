@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig
 from slurmrl.rl.inference import MASKED, pick
@@ -90,6 +90,7 @@ class WindowPolicy:
             if placement is None:  # cannot happen: masked logits keep infeasible picks out
                 break
             pool.allocate(placement)
+            confirm_start(self.placement, job, placement, view)
             feat.hold(job, placement, view.now)
             started.append(job)
             starts.append(Start(job.job_id, placement))

@@ -17,7 +17,7 @@ import numpy as np
 
 from slurmrl.cluster.model import NodeAlloc, Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.placement.common import eligible, node_request, pick_in_node
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.harmony.features import HarmonyObs, NodeLoads, PlacementObs, observe
@@ -70,7 +70,7 @@ class HarmonyPlacement:
             return None
         single = job.gpus <= cluster.max_gpus_per_node and job.num_nodes in (None, 1)
         if view is None or not single:
-            return self._fallback(job, pool, view)
+            return self.fallback.place(job, pool, view)
         mask = eligible(job, pool)
         if not (mask & (pool.free_count >= job.gpus)).any():
             return None
@@ -91,14 +91,17 @@ class HarmonyPlacement:
             return None
         placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
         self.tried[job.job_id] = Step(job.job_id, job.gpus, o, node, logp, placement, view.now)
-        loads.add(job, placement)
         return placement
 
-    def _fallback(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
-        placement = self.fallback.place(job, pool, view)
-        if placement is not None and view is not None:
-            self._loads_for(view).add(job, placement)
-        return placement
+    def confirm(self, job: JobView, placement: Placement, view: ClusterView) -> None:
+        """``job`` starts on ``placement``: only now does it load its nodes for the pass's later decisions.
+
+        A reservation probe (EasyBackfill asks where the blocked head job
+        would go once GPUs free up) or a what-if call is never confirmed, so
+        it leaves no phantom neighbour behind.
+        """
+        self._loads_for(view).add(job, placement)
+        confirm_start(self.fallback, job, placement, view)
 
 
 def greedy_chooser(logits_of: Callable[[PlacementObs], np.ndarray]) -> Chooser:
