@@ -32,6 +32,11 @@ register_placement(
     "slurmrl.policy.placement.interference:InterferenceAware",
     "best fit that keeps interference-sensitive models off each other's nodes",
 )
+register_placement(
+    "type-aware",
+    "slurmrl.policy.placement.type_aware:TypeAware",
+    "fastest GPU type for the job's model (any model: fastest free type), then closest free GPUs there",
+)
 register_policy(
     "fifo-backfill",
     "slurmrl.policy.ordering.fifo:make_fifo_backfill",
@@ -55,6 +60,24 @@ register_policy(
     "slurmrl.policy.ordering.oracle:make_srtf_oracle",
     "shortest remaining time first, preemptive (bound; uses true durations)",
     deployable=False,
+)
+register_policy(
+    "srtf-oracle-elastic",
+    "slurmrl.policy.elastic.oracle:make_elastic_srtf_oracle",
+    "srtf-oracle starting elastic jobs on the widest count the free GPUs hold (elastic reference; uses true durations)",
+    deployable=False,
+    default_placement="topology",
+)
+register_policy(
+    "sjf-limit",
+    "slurmrl.policy.ordering.limits:make_sjf_limit",
+    "smallest asked GPU-time (GPUs x time limit) first with EASY backfill: sjf-oracle on what Slurm knows",
+)
+register_policy(
+    "srtf-limit",
+    "slurmrl.policy.ordering.limits:make_srtf_limit",
+    "smallest remaining asked GPU-time (GPUs x (limit - run so far)) first, preemptive: srtf-oracle on what Slurm knows",
+    default_placement="consolidate",
 )
 register_policy(
     "tiresias",
