@@ -124,6 +124,8 @@ def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
 class TopDRLPolicy(WindowPolicy):
     """Deterministic job picker over a trained network, with a placement for the GPUs."""
 
+    learned = True  # a trained network: judged by gap closure against the heuristics
+
     def __init__(
         self,
         weights: NumpyTopDRL,

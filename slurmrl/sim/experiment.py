@@ -218,10 +218,12 @@ def run_policy(
         policy_obj = make_policy(policy, placement)
         placement_name = placement or entry.default_placement
         deployable = entry.deployable
+        learned = entry.learned
     else:
         policy_obj, name = policy, policy.name
         placement_name = placement or getattr(getattr(policy, "placement", None), "name", "")
         deployable = policy.deployable
+        learned = bool(getattr(policy, "learned", False))
     if workload.reference_gpu and not settings.reference_gpu:
         settings = replace(settings, reference_gpu=workload.reference_gpu)
     if workload.handover is not None:
@@ -242,6 +244,8 @@ def run_policy(
         "policy": name,
         "placement": placement_name,
         "deployable": deployable,
+        "learned": learned,
+        "preemptive": bool(getattr(policy_obj, "preemptive", False)),
         "workload": workload.label,
         "trace": workload.trace.source,
         "cluster": workload.cluster.describe(),

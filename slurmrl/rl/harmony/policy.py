@@ -72,6 +72,7 @@ class HarmonyPolicy:
     """A heuristic ordering's scheduler with the learned placement."""
 
     deployable = True
+    learned = True  # a trained network: judged by gap closure against the heuristics
 
     def __init__(
         self,

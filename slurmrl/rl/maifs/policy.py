@@ -70,6 +70,7 @@ class MaifsPolicy:
     """Multi-agent count-and-placement decisions over a window of the ranking."""
 
     deployable = True
+    learned = True  # a trained network: judged by gap closure against the heuristics
 
     def __init__(
         self, obs: MaifsObs, net: AgentNet, choose: Chooser = greedy, *, name: str = "maifs"
