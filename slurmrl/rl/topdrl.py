@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from slurmrl.errors import PolicyError
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.rl import checkpoints
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL
@@ -48,6 +48,9 @@ class Checkpoint:
     obs: ObsConfig
     allow_wait: bool = False
     placement: str = "topology"
+    # A deployable heuristic whose decisions lead the window (WindowPolicy's
+    # ``lead``): "" for the original window (oldest + smallest asked GPU-time).
+    lead: str = ""
 
 
 def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
@@ -63,6 +66,7 @@ def save_checkpoint(
     obs: ObsConfig,
     *,
     allow_wait: bool = False,
+    lead: str = "",
     extra: Mapping[str, object] | None = None,
 ) -> None:
     config: dict[str, object] = {
@@ -73,6 +77,8 @@ def save_checkpoint(
         "allow_wait": allow_wait,
         "placement": "topology",
     }
+    if lead:
+        config["lead"] = lead
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)
@@ -95,7 +101,19 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
             f"layout ({obs.job_features} features)",
             file=str(cfg_path),
         )
-    return Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
+    lead = str(raw.get("lead", ""))
+    if lead:
+        from slurmrl.policy.registry import policy_entry
+
+        try:
+            entry = policy_entry(lead)
+        except PolicyError as exc:
+            raise PolicyError(f"'lead': {exc.message}", file=str(cfg_path), hint=exc.hint) from None
+        if not entry.deployable or entry.learned:
+            raise PolicyError(f"'lead' must be a deployable heuristic, not '{lead}'", file=str(cfg_path))
+    return Checkpoint(
+        net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")), lead
+    )
 
 
 def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
@@ -134,8 +152,9 @@ class TopDRLPolicy(WindowPolicy):
         *,
         allow_wait: bool = False,
         name: str = "topdrl",
+        lead: Policy | None = None,
     ) -> None:
-        super().__init__(obs, placement, allow_wait=allow_wait, name=name)
+        super().__init__(obs, placement, allow_wait=allow_wait, name=name, lead=lead)
         self._infer = weights
 
     @classmethod
@@ -152,17 +171,40 @@ class TopDRLPolicy(WindowPolicy):
             obs = ObsConfig(window, min(obs.oldest, window), obs.models)
         place = placement or make_placement(ckpt.placement)
         weights = NumpyTopDRL(ckpt.net, state)
-        return cls(weights, obs, place, allow_wait=ckpt.allow_wait, name=f"topdrl:{directory.name}")
+        return cls(
+            weights,
+            obs,
+            place,
+            allow_wait=ckpt.allow_wait,
+            name=f"topdrl:{directory.name}",
+            lead=lead_policy(ckpt.lead, place),
+        )
 
     @classmethod
     def from_net(
-        cls, net: TopDRLNet, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False
+        cls,
+        net: TopDRLNet,
+        obs: ObsConfig,
+        placement: PlacementPolicy,
+        *,
+        allow_wait: bool = False,
+        lead: str = "",
     ) -> TopDRLPolicy:
         """The policy of a network in training, on a numpy copy of its weights taken now."""
-        return cls(NumpyTopDRL(net.cfg, checkpoints.numpy_state(net)), obs, placement, allow_wait=allow_wait)
+        weights = NumpyTopDRL(net.cfg, checkpoints.numpy_state(net))
+        return cls(weights, obs, placement, allow_wait=allow_wait, lead=lead_policy(lead, placement))
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._infer.logits(jobs, grid, glob, mask)
+
+
+def lead_policy(name: str, placement: PlacementPolicy) -> Policy | None:
+    """The heuristic that leads the window, placing as the policy does; None without one."""
+    if not name:
+        return None
+    from slurmrl.policy.registry import make_policy
+
+    return make_policy(name, placement.name)
 
 
 def make_topdrl(placement: PlacementPolicy) -> TopDRLPolicy:

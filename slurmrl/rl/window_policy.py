@@ -10,6 +10,16 @@ again with the updated cluster until nothing fits. Subclasses only score.
 first window job that fits. It sees exactly the candidates and placement the
 trained agent sees, so comparing the two shows what the network adds over the
 window itself.
+
+Led by a heuristic (``lead``): the window then follows a deployable
+heuristic instead. At each decision point the heuristic decides as it would
+alone; its starts, in its order and on its GPUs, fill the window's first
+rows, the rest of its ranking the others, and its preemptions and wake-up
+stand. The network's logits are added to a prior that ranks the proposals
+in order, then "stop", then the other rows, one unit apart
+(:func:`lead_prior`), so a network that outputs zero starts exactly the
+heuristic's jobs on exactly its GPUs: the untrained policy *is* the
+heuristic, and learning can only move it from there.
 """
 
 from __future__ import annotations
@@ -20,10 +30,21 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import PlacementPolicy, confirm_start
+from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig
 from slurmrl.rl.inference import MASKED, pick
+
+# Prior gap between consecutive ranks of a heuristic-led window (see the module docstring).
+LEAD_STEP = 1.0
+
+
+def lead_prior(proposed: int, window: int) -> np.ndarray:
+    """``[window + 1]``: proposal i gets ``-i``, stop ``-proposed``, other row j ``-(window + 1 + j)``."""
+    prior = -LEAD_STEP * (window + 1 + np.arange(window + 1, dtype=np.float32))
+    prior[:proposed] = -LEAD_STEP * np.arange(proposed, dtype=np.float32)
+    prior[window] = -LEAD_STEP * proposed
+    return prior
 
 
 class WindowPolicy:
@@ -32,13 +53,25 @@ class WindowPolicy:
     deployable = True
 
     def __init__(
-        self, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False, name: str = "window"
+        self,
+        obs: ObsConfig,
+        placement: PlacementPolicy,
+        *,
+        allow_wait: bool = False,
+        name: str = "window",
+        lead: Policy | None = None,
     ) -> None:
         self.name = name
         self.obs_config = obs
         self.placement = placement
         self.allow_wait = allow_wait
+        self.lead = lead
         self._feat: Featurizer | None = None
+
+    @property
+    def preemptive(self) -> bool:
+        """As preemptive as its lead heuristic: the lead's preemptions are passed on."""
+        return bool(getattr(self.lead, "preemptive", False))
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         """A deployable policy never reads true durations."""
@@ -66,6 +99,8 @@ class WindowPolicy:
         feat = self._featurizer(view)
         feat.absorb(view.finished)
         feat.sync_running(view.running)
+        if self.lead is not None:
+            return self._decide_led(view, feat, self.lead)
         k = self.obs_config.window
         if view.pool.total_free == 0 or not view.pending:
             return Decisions(order=JobIds(view.pending))
@@ -97,6 +132,64 @@ class WindowPolicy:
             skip.add(job.job_id)
         order = JobIds(_order(started, ranked_window, view.pending))
         return Decisions(order=order, starts=tuple(starts))
+
+    def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
+        """Picks over the lead heuristic's proposals (see the module docstring)."""
+        k = self.obs_config.window
+        proposal = lead.decide(view)
+        jobs = {j.job_id: j for j in view.running}
+        pool: GpuPool = view.pool.copy()
+        for job_id in proposal.preempt:
+            held = jobs[job_id].placement
+            if held is not None:
+                pool.release(held)
+        jobs.update((j.job_id, j) for j in view.pending)
+        proposed = [(jobs[s.job_id], s.placement) for s in proposal.starts]
+        proposed_ids = {s.job_id for s in proposal.starts}
+        ranked = [jobs[i] for i in proposal.order if i in jobs and i not in proposed_ids]
+        done: set[str] = set()
+        started: list[JobView] = []
+        starts: list[Start] = []
+        while True:
+            props = [(j, p) for j, p in proposed if j.job_id not in done][:k]
+            others = [j for j in ranked if j.job_id not in done][: k - len(props)]
+            window = [j for j, _ in props] + others
+            if not window:
+                break
+            obs = feat.observe(
+                view,
+                pool,
+                window,
+                pending_count=len(view.pending) - len(started),
+                running_count=len(view.running) + len(started),
+                allow_wait=True,
+            )
+            placements = list(obs.placements)
+            mask = obs.mask.copy()
+            for i, (_, placement) in enumerate(props):
+                placements[i] = placement if pool.is_free(placement) else None
+                mask[i] = placements[i] is not None
+            mask[k] = True
+            logits = self._logits(obs.jobs, obs.cluster, obs.globals, mask) + lead_prior(len(props), k)
+            best = pick(np.where(mask, logits, np.float32(MASKED)))
+            chosen = placements[best] if best < len(window) else None
+            if chosen is None:
+                break  # stop: the rest waits for the next decision point
+            job = window[best]
+            pool.allocate(chosen)
+            confirm_start(self.placement, job, chosen, view)
+            feat.hold(job, chosen, view.now)
+            started.append(job)
+            starts.append(Start(job.job_id, chosen))
+            done.add(job.job_id)
+        waiting = {j.job_id for j in view.pending}
+        return Decisions(
+            order=JobIds(_order(started, [], (jobs[i] for i in proposal.order if i in waiting))),
+            starts=tuple(starts),
+            preempt=proposal.preempt,
+            wake_at=proposal.wake_at,
+            info=proposal.info,
+        )
 
 
 def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:
