@@ -8,7 +8,9 @@ could be. So a policy P is judged against
   every deployable, non-learned row: each ordering x placement that was run),
 * O, the clairvoyant reference: ``srtf-oracle`` (or its elastic variant,
   whichever is lower) for a preemptive policy or an elastic run,
-  ``sjf-oracle`` otherwise,
+  ``sjf-oracle`` otherwise; when H is already no worse than that reference
+  (a preemptive heuristic can beat the non-preemptive bound), the lowest of
+  all references, so there is a gap to measure,
 
 as ``closure = (H - P) / (H - O)``: 0 = no better than the heuristic, 1 =
 as good as the reference, negative = worse than the heuristic. It is given
@@ -16,7 +18,9 @@ on avg JCT and on the excess over run time (avg JCT minus the run's avg-JCT
 lower bound, :mod:`slurmrl.sim.bounds`), which differ only when the rows'
 bounds differ. Over several seeds H and O are chosen once, on the mean, and
 the closure is computed per seed, then reduced to its mean with a 95%
-Student-t interval (:func:`slurmrl.sim.seeds.seed_stat`).
+Student-t interval (:func:`slurmrl.sim.seeds.seed_stat`). Beside it: the
+headroom (H - O) / H, which says whether there is much to close at all, and
+P against H, (P - H) / H.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class GapClosure:
     policy_jct: SeedStat
     heuristic_jct: SeedStat
     reference_jct: SeedStat
+    headroom: SeedStat  # (H - O) / H
+    vs_heuristic: SeedStat  # (P - H) / H: negative is better than H
 
 
 def closure(heuristic: float, reference: float, policy: float) -> float:
@@ -130,6 +136,11 @@ def gap_closures(per_seed: Sequence[Sequence[GapRow]], *, elastic: bool) -> tupl
         reference = _best([r.label for r in first if not r.deployable and r.policy in names], jct)
         if heuristic is None or reference is None:
             continue
+        if not jct[reference] < jct[heuristic]:
+            every = PREEMPTIVE_REFERENCES + NON_PREEMPTIVE_REFERENCES
+            reference = _best([r.label for r in first if not r.deployable and r.policy in every], jct)
+            if reference is None:
+                continue
         h, o, q = ([s[label] for s in seeds] for label in (heuristic, reference, p.label))
         out.append(
             GapClosure(
@@ -148,6 +159,8 @@ def gap_closures(per_seed: Sequence[Sequence[GapRow]], *, elastic: bool) -> tupl
                 seed_stat([c.avg_jct for c in q]),
                 seed_stat([a.avg_jct for a in h]),
                 seed_stat([b.avg_jct for b in o]),
+                seed_stat([(a.avg_jct - b.avg_jct) / a.avg_jct for a, b in zip(h, o, strict=True)]),
+                seed_stat([(c.avg_jct - a.avg_jct) / a.avg_jct for a, c in zip(h, q, strict=True)]),
             )
         )
     return tuple(out)
@@ -163,6 +176,10 @@ def format_stat(stat: SeedStat, *, percent: bool = True) -> str:
     return text
 
 
+def _hours(stat: SeedStat) -> str:
+    return f"{stat.mean / 3600:.2f} h" if math.isfinite(stat.mean) else "n/a"
+
+
 def format_gaps(gaps: Sequence[GapClosure]) -> str:
     """Lines for the terminal: one per learned policy."""
     lines = []
@@ -170,7 +187,8 @@ def format_gaps(gaps: Sequence[GapClosure]) -> str:
         seeds = f" over {g.jct.n} seeds (mean ± 95% CI)" if g.jct.n > 1 else ""
         lines.append(
             f"gap closure of {g.policy}{seeds}: {format_stat(g.jct)} of avg JCT, "
-            f"{format_stat(g.excess)} of excess over run time "
-            f"(H = {g.heuristic}, O = {g.reference}*)"
+            f"{format_stat(g.excess)} of excess over run time; "
+            f"H = {g.heuristic} ({_hours(g.heuristic_jct)}), O = {g.reference}* ({_hours(g.reference_jct)}), "
+            f"headroom (H-O)/H {format_stat(g.headroom)}, P vs H {format_stat(g.vs_heuristic)}"
         )
     return "\n".join(lines)

@@ -75,6 +75,8 @@ class GapLine:
     excess: str
     heuristic: str
     reference: str
+    headroom: str  # (H - O) / H
+    vs_heuristic: str  # (P - H) / H
 
 
 def _gaps(scenario: Scenario) -> tuple[GapLine, ...]:
@@ -85,7 +87,15 @@ def _gaps(scenario: Scenario) -> tuple[GapLine, ...]:
     rows = [gap_row(r.label, r.results.summary.to_dict(), r.results.meta) for r in runs]
     elastic = str(runs[0].results.meta.get("elastic", "off")) != "off"
     return tuple(
-        GapLine(g.policy, format_stat(g.jct), format_stat(g.excess), g.heuristic, g.reference)
+        GapLine(
+            g.policy,
+            format_stat(g.jct),
+            format_stat(g.excess),
+            g.heuristic,
+            g.reference,
+            format_stat(g.headroom),
+            format_stat(g.vs_heuristic),
+        )
         for g in gap_closures([rows], elastic=elastic)
     )
 

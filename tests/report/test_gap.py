@@ -67,6 +67,20 @@ def test_three_seeds_give_a_mean_with_a_t_interval() -> None:
     assert "over 3 seeds" in format_gaps([g]) and "±" in format_gaps([g])
 
 
+def test_a_heuristic_below_the_class_reference_is_measured_against_the_tightest_one() -> None:
+    """A preemptive heuristic can beat sjf-oracle: then a non-preemptive policy is judged against srtf."""
+    rows = [
+        row("srtf-limit+topology", 3.13),
+        row("sjf-oracle+topology", 3.41, deployable=False),
+        row("srtf-oracle+topology", 3.09, deployable=False),
+        row("topdrl+topology", 3.40, learned=True),
+    ]
+    (g,) = gap_closures([rows], elastic=False)
+    assert g.reference == "srtf-oracle+topology"
+    assert g.jct.mean == pytest.approx((3.13 - 3.40) / (3.13 - 3.09))
+    assert g.headroom.mean == pytest.approx(0.04 / 3.13) and g.vs_heuristic.mean == pytest.approx(0.27 / 3.13)
+
+
 def test_no_gap_without_a_heuristic_or_a_reference() -> None:
     assert (
         gap_closures(
