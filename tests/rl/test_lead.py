@@ -90,3 +90,49 @@ def test_zero_pointer_led_by_its_fallback_places_as_the_heuristic() -> None:
     assert led.records == alone.records
     unled = run_policy(workload, zero_pointer(lead=False), settings=full)
     assert unled.records != alone.records  # without the lead, the untrained pointer places elsewhere
+
+
+def zero_agents(lead: str):
+    """MAIFS's agents with every weight zero, led by the rigid heuristic ``lead``."""
+    from slurmrl.rl.maifs.netconfig import MaifsNetConfig
+    from slurmrl.rl.maifs.netconfig import weight_shapes as agent_shapes
+    from slurmrl.rl.maifs.numpy_net import NumpyMaifs
+    from slurmrl.rl.maifs.obs import MaifsObs
+    from slurmrl.rl.maifs.policy import MaifsPolicy
+    from slurmrl.rl.maifs.policy import lead_policy as agents_lead
+
+    obs = MaifsObs()
+    cfg = MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features)
+    state = {name: np.zeros(shape, dtype=np.float32) for name, shape in agent_shapes(cfg).items()}
+    return MaifsPolicy(obs, NumpyMaifs(cfg, state), lead=agents_lead(lead))
+
+
+@pytest.mark.parametrize("lead", ["qssf", "tiresias"])
+def test_zero_agents_led_by_a_rigid_heuristic_reproduce_it_on_an_elastic_run(contended, lead: str) -> None:
+    from slurmrl.sim.experiment import SimSettings
+
+    elastic = SimSettings(elastic="fraction:0.5")
+    alone = run_policy(contended, lead, placement="topology", settings=elastic)
+    led = run_policy(contended, zero_agents(lead), settings=elastic)
+    assert led.records == alone.records
+
+
+def led_copy(tmp_path: Path, shipped: str, lead: object) -> Path:
+    """A copy of a shipped checkpoint whose config names ``lead``."""
+    folder = tmp_path / f"{shipped}-{lead}"
+    shutil.copytree(shipped_policy_dir(shipped), folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert "lead" not in config  # the shipped checkpoints decide as they were trained
+    (folder / "config.json").write_text(json.dumps({**config, "lead": lead}))
+    return folder
+
+
+def test_maifs_and_harmony_checkpoints_name_their_lead(tmp_path: Path) -> None:
+    from slurmrl.rl.harmony.policy import HarmonyPolicy
+    from slurmrl.rl.maifs.policy import MaifsPolicy
+
+    maifs = MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "qssf"))
+    assert maifs.lead is not None and maifs.lead.name == "qssf"
+    assert HarmonyPolicy.from_dir(led_copy(tmp_path, "harmony-philly", True)).placement.lead
+    with pytest.raises(PolicyError, match="deployable heuristic"):
+        MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "srtf-oracle"))

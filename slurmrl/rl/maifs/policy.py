@@ -7,6 +7,14 @@ Non-preemptive and work-conserving ("not now" is open to an agent only when
 none of its options can be placed), so a job's count is chosen once, at its
 start; rigid jobs are placed like any other, on their one count.
 
+Led by a rigid heuristic (``"lead"`` in the checkpoint's config): the
+heuristic decides each pass as it would alone; its starts are the first
+agents, each with a bonus on the option that is the heuristic's own (its
+count, its rack, its GPUs), the rest of its ranking the next agents, with a
+bonus on "not now". A network that outputs zero thus starts exactly the
+heuristic's jobs on exactly its GPUs; training moves counts and racks from
+there.
+
 A checkpoint is a folder with ``model.safetensors`` (weights only, no
 pickle) and ``config.json``, loadable without torch: decisions run in numpy.
 """
@@ -24,16 +32,16 @@ import numpy as np
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.policy.ordering.qssf import QssfOrdering
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl import checkpoints
-from slurmrl.rl.maifs.coordination import AgentNet, Chooser, MaifsStep, Resolver
+from slurmrl.rl.maifs.coordination import AgentNet, Chooser, Lead, MaifsStep, Resolver
 from slurmrl.rl.maifs.netconfig import MaifsNetConfig, weight_shapes
 from slurmrl.rl.maifs.numpy_net import NumpyMaifs
 from slurmrl.rl.maifs.obs import MaifsObs
 from slurmrl.rl.maifs.reservation import Gate, Reserver
-from slurmrl.rl.maifs.window import pick_window
+from slurmrl.rl.maifs.window import could_fit, pick_window
 
 if TYPE_CHECKING:
     from slurmrl.rl.maifs.network import MaifsNet
@@ -73,9 +81,16 @@ class MaifsPolicy:
     learned = True  # a trained network: judged by gap closure against the heuristics
 
     def __init__(
-        self, obs: MaifsObs, net: AgentNet, choose: Chooser = greedy, *, name: str = "maifs"
+        self,
+        obs: MaifsObs,
+        net: AgentNet,
+        choose: Chooser = greedy,
+        *,
+        name: str = "maifs",
+        lead: Policy | None = None,
     ) -> None:
         self.name = name
+        self.lead = lead
         self.obs = obs
         self.net = net
         self.choose = choose
@@ -92,7 +107,14 @@ class MaifsPolicy:
             self._resolver = Resolver(view.cluster, self.obs)
         return self._resolver
 
+    @property
+    def preemptive(self) -> bool:
+        """As preemptive as its lead heuristic, whose preemptions are passed on."""
+        return bool(getattr(self.lead, "preemptive", False))
+
     def decide(self, view: ClusterView) -> Decisions:
+        if self.lead is not None:
+            return self._decide_led(view, self.lead)
         ranked = self.ordering.order(view)
         pool = view.pool.copy()
         gate = self.reserver.gate(view, ranked, pool) if self.reserver is not None else None
@@ -137,12 +159,92 @@ class MaifsPolicy:
             began.extend((by_id[s.job_id], s.placement) for s in started)
         return began
 
+    def _decide_led(self, view: ClusterView, lead: Policy) -> Decisions:
+        """Agents over the lead heuristic's proposals, then its ranking (see the module docstring)."""
+        for done in view.finished:
+            self.ordering.estimator.learn(done)
+        proposal = lead.decide(view)
+        jobs = {j.job_id: j for j in view.running}
+        pool = view.pool.copy()
+        for job_id in proposal.preempt:
+            held = jobs[job_id].placement
+            if held is not None:
+                pool.release(held)
+        waiting = {j.job_id for j in view.pending}
+        jobs.update((j.job_id, j) for j in view.pending)
+        proposed = [(jobs[s.job_id], s.placement) for s in proposal.starts]
+        taken = {s.job_id for s in proposal.starts}
+        others = [jobs[i] for i in proposal.order if i in waiting and i not in taken]
+        resolver, estimator, k = self.resolver(view), self.ordering.estimator, self.obs.window
+        began: list[tuple[JobView, Placement]] = []
+        done_ids: set[str] = set()
+        while pool.total_free > 0 or proposed:
+            props, proposed = proposed[:k], proposed[k:]
+            rest = [j for j in others if j.job_id not in done_ids and could_fit(j, pool)][: k - len(props)]
+            window = [j for j, _ in props] + rest
+            if not window:
+                break
+            agents = [resolver.agent(job, estimator.estimate(job)) for job in window]
+            leads = [Lead(p) for _, p in props] + [Lead()] * len(rest)
+            step, started = resolver.step(agents, view, pool, self.net, self.choose, None, leads)
+            if self.steps is not None:
+                self.steps.append(step)
+            done_ids.update(job.job_id for job in window)
+            by_id = {job.job_id: job for job in window}
+            began.extend((by_id[s.job_id], s.placement) for s in started)
+            if not props and not started:
+                break
+        first = [job for job, _ in began]
+        return Decisions(
+            order=JobIds(_started_first(first, (jobs[i] for i in proposal.order if i in waiting))),
+            starts=tuple(Start(job.job_id, placement) for job, placement in began),
+            preempt=proposal.preempt,
+            wake_at=proposal.wake_at,
+            info=proposal.info,
+        )
+
     @classmethod
     def from_dir(cls, directory: Path | str) -> MaifsPolicy:
         directory = Path(directory)
         obs, net_cfg, state = read_checkpoint(directory)
         name = "maifs" if directory.name == DEFAULT_POLICY else f"maifs:{directory.name}"
-        return cls(obs, NumpyMaifs(net_cfg, state), name=name)
+        lead = read_lead(directory)
+        return cls(obs, NumpyMaifs(net_cfg, state), name=name, lead=lead_policy(lead))
+
+
+def _started_first(started: list[JobView], ranked: Iterable[JobView]) -> Iterable[JobView]:
+    seen = {j.job_id for j in started}
+    yield from started
+    yield from (j for j in ranked if j.job_id not in seen)
+
+
+LEAD_PLACEMENT = "topology"  # the lead heuristic places as the agents do
+
+
+def lead_policy(name: str) -> Policy | None:
+    """The rigid heuristic leading the agents (placing with ``topology``); None without one."""
+    if not name:
+        return None
+    from slurmrl.policy.registry import make_policy
+
+    return make_policy(name, LEAD_PLACEMENT)
+
+
+def read_lead(directory: Path) -> str:
+    """The checkpoint's ``lead``: "" or a deployable, rigid heuristic's registered name."""
+    from slurmrl.policy.registry import policy_entry
+
+    cfg_path = directory / CONFIG
+    lead = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS").get("lead", "")
+    if not lead:
+        return ""
+    try:
+        entry = policy_entry(str(lead))
+    except PolicyError as exc:
+        raise PolicyError(f"'lead': {exc.message}", file=str(cfg_path), hint=exc.hint) from None
+    if not entry.deployable or entry.learned:
+        raise PolicyError(f"'lead' must be a deployable heuristic, not '{lead}'", file=str(cfg_path))
+    return str(lead)
 
 
 def numpy_copy(net: MaifsNet) -> NumpyMaifs:
