@@ -29,6 +29,7 @@ from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.rl import checkpoints
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.lead import check_lead, lead_policy
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
 from slurmrl.rl.window_policy import WindowPolicy
 
@@ -101,16 +102,7 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
             f"layout ({obs.job_features} features)",
             file=str(cfg_path),
         )
-    lead = str(raw.get("lead", ""))
-    if lead:
-        from slurmrl.policy.registry import policy_entry
-
-        try:
-            entry = policy_entry(lead)
-        except PolicyError as exc:
-            raise PolicyError(f"'lead': {exc.message}", file=str(cfg_path), hint=exc.hint) from None
-        if not entry.deployable or entry.learned:
-            raise PolicyError(f"'lead' must be a deployable heuristic, not '{lead}'", file=str(cfg_path))
+    lead = check_lead(str(raw.get("lead", "")), cfg_path)
     return Checkpoint(
         net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")), lead
     )
@@ -177,7 +169,7 @@ class TopDRLPolicy(WindowPolicy):
             place,
             allow_wait=ckpt.allow_wait,
             name=f"topdrl:{directory.name}",
-            lead=lead_policy(ckpt.lead, place),
+            lead=lead_policy(ckpt.lead, place.name),
         )
 
     @classmethod
@@ -192,19 +184,10 @@ class TopDRLPolicy(WindowPolicy):
     ) -> TopDRLPolicy:
         """The policy of a network in training, on a numpy copy of its weights taken now."""
         weights = NumpyTopDRL(net.cfg, checkpoints.numpy_state(net))
-        return cls(weights, obs, placement, allow_wait=allow_wait, lead=lead_policy(lead, placement))
+        return cls(weights, obs, placement, allow_wait=allow_wait, lead=lead_policy(lead, placement.name))
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._infer.logits(jobs, grid, glob, mask)
-
-
-def lead_policy(name: str, placement: PlacementPolicy) -> Policy | None:
-    """The heuristic that leads the window, placing as the policy does; None without one."""
-    if not name:
-        return None
-    from slurmrl.policy.registry import make_policy
-
-    return make_policy(name, placement.name)
 
 
 def make_topdrl(placement: PlacementPolicy) -> TopDRLPolicy:

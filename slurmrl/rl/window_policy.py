@@ -29,11 +29,13 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig
 from slurmrl.rl.inference import MASKED, pick
+from slurmrl.rl.lead import Led, led_decisions, propose
 
 # Prior gap between consecutive ranks of a heuristic-led window (see the module docstring).
 LEAD_STEP = 1.0
@@ -47,7 +49,7 @@ def lead_prior(proposed: int, window: int) -> np.ndarray:
     return prior
 
 
-class WindowPolicy:
+class WindowPolicy(Led):
     """Starts window jobs, one pick at a time, until nothing fits; subclasses give the logits."""
 
     deployable = True
@@ -67,11 +69,6 @@ class WindowPolicy:
         self.allow_wait = allow_wait
         self.lead = lead
         self._feat: Featurizer | None = None
-
-    @property
-    def preemptive(self) -> bool:
-        """As preemptive as its lead heuristic: the lead's preemptions are passed on."""
-        return bool(getattr(self.lead, "preemptive", False))
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         """A deployable policy never reads true durations."""
@@ -136,23 +133,13 @@ class WindowPolicy:
     def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
         """Picks over the lead heuristic's proposals (see the module docstring)."""
         k = self.obs_config.window
-        proposal = lead.decide(view)
-        jobs = {j.job_id: j for j in view.running}
-        pool: GpuPool = view.pool.copy()
-        for job_id in proposal.preempt:
-            held = jobs[job_id].placement
-            if held is not None:
-                pool.release(held)
-        jobs.update((j.job_id, j) for j in view.pending)
-        proposed = [(jobs[s.job_id], s.placement) for s in proposal.starts]
-        proposed_ids = {s.job_id for s in proposal.starts}
-        ranked = [jobs[i] for i in proposal.order if i in jobs and i not in proposed_ids]
+        proposal = propose(lead, view)
+        pool = proposal.pool
+        began: list[tuple[JobView, Placement]] = []
         done: set[str] = set()
-        started: list[JobView] = []
-        starts: list[Start] = []
         while True:
-            props = [(j, p) for j, p in proposed if j.job_id not in done][:k]
-            others = [j for j in ranked if j.job_id not in done][: k - len(props)]
+            props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
+            others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
             window = [j for j, _ in props] + others
             if not window:
                 break
@@ -160,8 +147,8 @@ class WindowPolicy:
                 view,
                 pool,
                 window,
-                pending_count=len(view.pending) - len(started),
-                running_count=len(view.running) + len(started),
+                pending_count=len(view.pending) - len(began),
+                running_count=len(view.running) + len(began),
                 allow_wait=True,
             )
             placements = list(obs.placements)
@@ -179,17 +166,9 @@ class WindowPolicy:
             pool.allocate(chosen)
             confirm_start(self.placement, job, chosen, view)
             feat.hold(job, chosen, view.now)
-            started.append(job)
-            starts.append(Start(job.job_id, chosen))
+            began.append((job, chosen))
             done.add(job.job_id)
-        waiting = {j.job_id for j in view.pending}
-        return Decisions(
-            order=JobIds(_order(started, [], (jobs[i] for i in proposal.order if i in waiting))),
-            starts=tuple(starts),
-            preempt=proposal.preempt,
-            wake_at=proposal.wake_at,
-            info=proposal.info,
-        )
+        return led_decisions(proposal, view, began)
 
 
 def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:

@@ -21,6 +21,7 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.registry import make_placement, placement_names
 from slurmrl.policy.view import ClusterView, JobView
+from tests.policy.busy import draw_running
 
 MODELS = ("resnet50", "lm", "transformer", "cyclegan", "")
 
@@ -70,24 +71,9 @@ jobs_st = st.builds(
 def scenes(draw: st.DrawFn) -> tuple[ClusterView, list[JobView], list[tuple[JobView, list[int]] | None]]:
     cluster = cluster_of(draw(st.integers(1, 3)), draw(st.integers(1, 4)), 8, draw(st.booleans()))
     pool = GpuPool(cluster)
-    running: list[JobView] = []
-    for n, node in enumerate(cluster.nodes):
-        free = list(range(node.gpus))
-        while free and draw(st.booleans()):
-            k = draw(st.integers(1, len(free)))
-            p = Placement.of([(n, free[:k])])
-            free = free[k:]
-            pool.allocate(p)
-            running.append(
-                JobView(
-                    f"r{len(running)}",
-                    k,
-                    0.0,
-                    model=draw(st.sampled_from(MODELS)),
-                    start_time=0.0,
-                    placement=p,
-                )
-            )
+    running = draw_running(
+        draw, cluster, pool, starts=st.just(0.0), limits=st.just(3600.0), models=st.sampled_from(MODELS)
+    )
     n = draw(st.integers(1, 6))
     jobs = [
         JobView(f"j{i}", j.gpus, 0.0, model=j.model, time_limit=3600.0, num_nodes=j.num_nodes)
@@ -149,3 +135,21 @@ def test_probes_never_change_a_later_answer(
 
 def test_every_registered_placement_is_covered() -> None:
     assert set(placement_names()) <= set(FACTORIES)
+
+
+def test_a_confirmed_start_is_a_neighbour_a_probe_is_not() -> None:
+    """interference-aware keeps two sensitive jobs apart only once the first one really starts."""
+    cluster = cluster_of(1, 2, 8, False)
+    view = ClusterView(0.0, cluster, GpuPool(cluster).readonly(), (), ())
+    first, second = (JobView(n, 2, 0.0, model="lstm") for n in ("a", "b"))
+    for confirmed in (False, True):
+        place = make_placement("interference-aware")
+        pool = view.pool.copy()
+        got = place.place(first, pool, view)
+        assert got is not None
+        if confirmed:
+            pool.allocate(got)
+            confirm_start(place, first, got, view)
+        other = place.place(second, pool, view)
+        assert other is not None
+        assert (other.nodes == got.nodes) is not confirmed  # a mere probe leaves node 0 looking empty

@@ -13,8 +13,9 @@ from slurmrl.errors import PolicyError
 from slurmrl.policy import make_placement
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.lead import lead_policy
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
-from slurmrl.rl.topdrl import TopDRLPolicy, lead_policy, read_checkpoint_config, shipped_policy_dir
+from slurmrl.rl.topdrl import TopDRLPolicy, read_checkpoint_config, shipped_policy_dir
 from slurmrl.rl.window_policy import lead_prior
 from slurmrl.sim.experiment import prepare, run_policy
 
@@ -25,7 +26,7 @@ def zero_topdrl(lead: str, placement: str = "topology") -> TopDRLPolicy:
     cfg = NetConfig(obs.job_features, len(CLUSTER_CHANNELS), len(GLOBAL_FEATURES))
     state = {name: np.zeros(shape, dtype=np.float32) for name, shape in weight_shapes(cfg).items()}
     place = make_placement(placement)
-    return TopDRLPolicy(NumpyTopDRL(cfg, state), obs, place, lead=lead_policy(lead, place))
+    return TopDRLPolicy(NumpyTopDRL(cfg, state), obs, place, lead=lead_policy(lead, placement))
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +99,12 @@ def zero_agents(lead: str):
     from slurmrl.rl.maifs.netconfig import weight_shapes as agent_shapes
     from slurmrl.rl.maifs.numpy_net import NumpyMaifs
     from slurmrl.rl.maifs.obs import MaifsObs
-    from slurmrl.rl.maifs.policy import MaifsPolicy
-    from slurmrl.rl.maifs.policy import lead_policy as agents_lead
+    from slurmrl.rl.maifs.policy import LEAD_PLACEMENT, MaifsPolicy
 
     obs = MaifsObs()
     cfg = MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features)
     state = {name: np.zeros(shape, dtype=np.float32) for name, shape in agent_shapes(cfg).items()}
-    return MaifsPolicy(obs, NumpyMaifs(cfg, state), lead=agents_lead(lead))
+    return MaifsPolicy(obs, NumpyMaifs(cfg, state), lead=lead_policy(lead, LEAD_PLACEMENT))
 
 
 @pytest.mark.parametrize("lead", ["qssf", "tiresias"])

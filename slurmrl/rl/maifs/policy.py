@@ -36,6 +36,7 @@ from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.policy.ordering.qssf import QssfOrdering
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl import checkpoints
+from slurmrl.rl.lead import Led, check_lead, lead_policy, led_decisions, propose
 from slurmrl.rl.maifs.coordination import AgentNet, Chooser, Lead, MaifsStep, Resolver
 from slurmrl.rl.maifs.netconfig import MaifsNetConfig, weight_shapes
 from slurmrl.rl.maifs.numpy_net import NumpyMaifs
@@ -74,7 +75,7 @@ def sampling(rng: np.random.Generator) -> Chooser:
     return choose
 
 
-class MaifsPolicy:
+class MaifsPolicy(Led):
     """Multi-agent count-and-placement decisions over a window of the ranking."""
 
     deployable = True
@@ -106,11 +107,6 @@ class MaifsPolicy:
         if self._resolver is None or self._resolver.cluster is not view.cluster:
             self._resolver = Resolver(view.cluster, self.obs)
         return self._resolver
-
-    @property
-    def preemptive(self) -> bool:
-        """As preemptive as its lead heuristic, whose preemptions are passed on."""
-        return bool(getattr(self.lead, "preemptive", False))
 
     def decide(self, view: ClusterView) -> Decisions:
         if self.lead is not None:
@@ -163,29 +159,19 @@ class MaifsPolicy:
         """Agents over the lead heuristic's proposals, then its ranking (see the module docstring)."""
         for done in view.finished:
             self.ordering.estimator.learn(done)
-        proposal = lead.decide(view)
-        jobs = {j.job_id: j for j in view.running}
-        pool = view.pool.copy()
-        for job_id in proposal.preempt:
-            held = jobs[job_id].placement
-            if held is not None:
-                pool.release(held)
-        waiting = {j.job_id for j in view.pending}
-        jobs.update((j.job_id, j) for j in view.pending)
-        proposed = [(jobs[s.job_id], s.placement) for s in proposal.starts]
-        taken = {s.job_id for s in proposal.starts}
-        others = [jobs[i] for i in proposal.order if i in waiting and i not in taken]
+        proposal = propose(lead, view)
+        pool, proposed = proposal.pool, list(proposal.starts)
         resolver, estimator, k = self.resolver(view), self.ordering.estimator, self.obs.window
         began: list[tuple[JobView, Placement]] = []
         done_ids: set[str] = set()
         while pool.total_free > 0 or proposed:
             props, proposed = proposed[:k], proposed[k:]
-            rest = [j for j in others if j.job_id not in done_ids and could_fit(j, pool)][: k - len(props)]
-            window = [j for j, _ in props] + rest
+            rest = [j for j in proposal.ranked if j.job_id not in done_ids and could_fit(j, pool)]
+            window = [j for j, _ in props] + rest[: k - len(props)]
             if not window:
                 break
             agents = [resolver.agent(job, estimator.estimate(job)) for job in window]
-            leads = [Lead(p) for _, p in props] + [Lead()] * len(rest)
+            leads = [Lead(p) for _, p in props] + [Lead()] * (len(window) - len(props))
             step, started = resolver.step(agents, view, pool, self.net, self.choose, None, leads)
             if self.steps is not None:
                 self.steps.append(step)
@@ -194,14 +180,7 @@ class MaifsPolicy:
             began.extend((by_id[s.job_id], s.placement) for s in started)
             if not props and not started:
                 break
-        first = [job for job, _ in began]
-        return Decisions(
-            order=JobIds(_started_first(first, (jobs[i] for i in proposal.order if i in waiting))),
-            starts=tuple(Start(job.job_id, placement) for job, placement in began),
-            preempt=proposal.preempt,
-            wake_at=proposal.wake_at,
-            info=proposal.info,
-        )
+        return led_decisions(proposal, view, began)
 
     @classmethod
     def from_dir(cls, directory: Path | str) -> MaifsPolicy:
@@ -209,42 +188,16 @@ class MaifsPolicy:
         obs, net_cfg, state = read_checkpoint(directory)
         name = "maifs" if directory.name == DEFAULT_POLICY else f"maifs:{directory.name}"
         lead = read_lead(directory)
-        return cls(obs, NumpyMaifs(net_cfg, state), name=name, lead=lead_policy(lead))
-
-
-def _started_first(started: list[JobView], ranked: Iterable[JobView]) -> Iterable[JobView]:
-    seen = {j.job_id for j in started}
-    yield from started
-    yield from (j for j in ranked if j.job_id not in seen)
+        return cls(obs, NumpyMaifs(net_cfg, state), name=name, lead=lead_policy(lead, LEAD_PLACEMENT))
 
 
 LEAD_PLACEMENT = "topology"  # the lead heuristic places as the agents do
 
 
-def lead_policy(name: str) -> Policy | None:
-    """The rigid heuristic leading the agents (placing with ``topology``); None without one."""
-    if not name:
-        return None
-    from slurmrl.policy.registry import make_policy
-
-    return make_policy(name, LEAD_PLACEMENT)
-
-
 def read_lead(directory: Path) -> str:
-    """The checkpoint's ``lead``: "" or a deployable, rigid heuristic's registered name."""
-    from slurmrl.policy.registry import policy_entry
-
-    cfg_path = directory / CONFIG
-    lead = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS").get("lead", "")
-    if not lead:
-        return ""
-    try:
-        entry = policy_entry(str(lead))
-    except PolicyError as exc:
-        raise PolicyError(f"'lead': {exc.message}", file=str(cfg_path), hint=exc.hint) from None
-    if not entry.deployable or entry.learned:
-        raise PolicyError(f"'lead' must be a deployable heuristic, not '{lead}'", file=str(cfg_path))
-    return str(lead)
+    """The checkpoint's ``lead``: "" or a deployable heuristic's registered name."""
+    raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS")
+    return check_lead(str(raw.get("lead", "")), directory / CONFIG)
 
 
 def numpy_copy(net: MaifsNet) -> NumpyMaifs:
