@@ -186,7 +186,10 @@ def prepare(
     if handover is not None:
         first_measured = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= handover), None)
         if first_measured is None:
-            raise SlurmrlError(f"scenario '{label}' has no job after its warm-up window")
+            raise SlurmrlError(
+                f"scenario '{label}' keeps no job after its warm-up window",
+                hint="--limit counts from the first warm-up job",
+            )
     if factor != 1.0:
         chosen = select(chosen, load=factor)
     if first_measured is not None:

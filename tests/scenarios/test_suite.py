@@ -96,3 +96,13 @@ def test_hand_over_runs_the_heuristic_first_and_reports_the_measured_jobs() -> N
     out = run_policy(small, "fifo-backfill")
     assert out.summary["jobs"] == 200 and {r.job_id for r in out.records} == {j.job_id for j in jobs[300:]}
     assert out.meta["warm_policy"] == "slurm" and out.meta["handover"] == at
+
+
+def test_a_limit_that_keeps_only_warm_up_jobs_is_one_clear_error() -> None:
+    from click.testing import CliRunner
+
+    from slurmrl.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", "--scenario", "philly-448-weeks3-4-warm", "--limit", "50"])
+    assert result.exit_code != 0 and "keeps no job after its warm-up window" in result.output
+    assert "Traceback" not in result.output
