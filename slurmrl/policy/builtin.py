@@ -64,7 +64,7 @@ register_policy(
 register_policy(
     "srtf-oracle-elastic",
     "slurmrl.policy.elastic.oracle:make_elastic_srtf_oracle",
-    "srtf-oracle starting elastic jobs on the widest count the free GPUs hold (elastic reference; uses true durations)",
+    "srtf-oracle widening elastic jobs in passes where nobody is left waiting (elastic reference; uses true durations)",
     deployable=False,
     default_placement="topology",
 )
