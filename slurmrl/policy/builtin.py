@@ -28,6 +28,11 @@ PLACEMENTS: tuple[Entry, ...] = (
         "slurmrl.policy.placement.interference:InterferenceAware",
         "best fit that keeps interference-sensitive models off each other's nodes",
     ),
+    Entry(
+        "type-aware",
+        "slurmrl.policy.placement.type_aware:TypeAware",
+        "fastest GPU type for the job's model (any model: fastest free type), then closest free GPUs there",
+    ),
 )
 
 POLICIES: tuple[Entry, ...] = (
@@ -59,6 +64,24 @@ POLICIES: tuple[Entry, ...] = (
         "slurmrl.policy.ordering.oracle:make_srtf_oracle",
         "shortest remaining time first, preemptive (bound; uses true durations)",
         deployable=False,
+    ),
+    Entry(
+        "srtf-oracle-elastic",
+        "slurmrl.policy.elastic.oracle:make_elastic_srtf_oracle",
+        "srtf-oracle widening elastic jobs in passes where nobody is left waiting (elastic reference; uses true durations)",
+        deployable=False,
+        default_placement="topology",
+    ),
+    Entry(
+        "sjf-limit",
+        "slurmrl.policy.ordering.limits:make_sjf_limit",
+        "smallest asked GPU-time (GPUs x time limit) first with EASY backfill: sjf-oracle on what Slurm knows",
+    ),
+    Entry(
+        "srtf-limit",
+        "slurmrl.policy.ordering.limits:make_srtf_limit",
+        "smallest remaining asked GPU-time (GPUs x (limit - run so far)) first, preemptive: srtf-oracle on what Slurm knows",
+        default_placement="consolidate",
     ),
     Entry(
         "tiresias",

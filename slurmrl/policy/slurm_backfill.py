@@ -278,7 +278,7 @@ class SlurmBackfill(EasyBackfill):
             pool.allocate(placement)
             tmap.start(_mask(placement, pool.free), now + limit)
             starts.append(Start(job.job_id, placement))
-            self.on_start(job, placement)
+            self.started_now(view, job, placement)
         else:
             tmap.reserve(placement.nodes, at, at + limit)
             self.last_reservations += 1
