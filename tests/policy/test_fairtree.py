@@ -93,9 +93,9 @@ def test_multifactor_uses_fair_tree_or_the_classic_formula() -> None:
     tree.order(first)
     assert [j.job_id for j in tree.order(later)] == ["p2", "p1", "p3"]
     # Users: (b, u3) unused in an unused account, (a, u2) unused, (a, u1) used: ranks 3, 2, 1 of 3.
-    assert tree.priorities(pending, 600.0).tolist() == pytest.approx([1000 * 2 / 3, 1000.0, 1000 / 3])
+    assert tree.priorities(pending, 600.0).tolist() == [666.0, 1000.0, 333.0]  # whole numbers, as Slurm's
     classic = MultifactorOrdering(MultifactorConfig(fair_tree=False, **only_fs))
     classic.order(first)
     assert [j.job_id for j in classic.order(later)] == ["p2", "p1", "p3"]
     # Classic: per account (group) only, so p1 and p3 share a's factor 2^(-1 / 0.5) = 0.25.
-    assert classic.priorities(pending, 600.0).tolist() == pytest.approx([250.0, 1000.0, 250.0])
+    assert classic.priorities(pending, 600.0).tolist() == [250.0, 1000.0, 250.0]

@@ -24,8 +24,10 @@ each factor in [0, 1], as documented for priority/multifactor
 Slurm recomputes priorities every PriorityCalcPeriod, not at every pass; a
 job arriving in between gets its priority at submission from the current
 usage. Between recomputations the ranking is kept sorted incrementally, which
-is also what makes this ordering cheap on deep queues. Ties go to the earlier
-submit time, then the job id, as Slurm's queue sort does.
+is also what makes this ordering cheap on deep queues. Priorities are whole
+numbers, the weighted sum truncated (at least 1), as Slurm stores them; equal
+ones go to the earlier submit time, then the job id, as Slurm's queue sort
+does.
 
 :func:`make_slurm` runs a cluster's own settings
 (:class:`slurmrl.slurm.scheduler_conf.SchedulerSettings`): given ones, else
@@ -80,6 +82,7 @@ from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 DAY = 86400.0
+MAX_PRIORITY = float(0xFFFFFFFF)  # Slurm caps a job's priority at 2^32 - 1
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,14 @@ class MultifactorOrdering:
         return min(1.0, (asked / nodes + asked / cpus) / 2.0)
 
     def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
-        """Negated priorities of ranking rows (submit, job-size factor, account number)."""
+        """Negated priorities of ranking rows (submit, job-size factor, account number).
+
+        Whole numbers, as Slurm's are: jobs whose sums differ by less than one
+        tie, and the ranking then serves the earlier submit time, then the
+        earlier arrival (Slurm's job id: it numbers jobs as they are
+        submitted), as ``sort_job_queue2`` in ``src/slurmctld/job_scheduler.c``
+        does for the main scheduler and backfill alike.
+        """
         cfg = self.config
         age = np.clip((now - rows[:, 0]) / cfg.max_age, 0.0, 1.0) if cfg.max_age > 0 else 1.0
         size = rows[:, 1]
@@ -256,12 +266,10 @@ class MultifactorOrdering:
         fs = np.ones(accounts.size)
         known = accounts < self._fs.size
         fs[known] = self._fs[accounts[known]]
-        return -(
-            cfg.weight_age * age
-            + cfg.weight_job_size * size
-            + cfg.weight_fairshare * fs
-            + cfg.weight_partition
-        )
+        # Summed in _get_priority_internal's order, then made a whole number as Slurm stores
+        # it (a uint32_t; 0 is kept for held jobs, so the least is 1).
+        total = cfg.weight_age * age + cfg.weight_fairshare * fs + cfg.weight_job_size * size
+        return -np.clip(np.floor(total + cfg.weight_partition), 1.0, MAX_PRIORITY)
 
     def priorities(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
         """Slurm priority of each job under the current factors (higher runs first)."""
