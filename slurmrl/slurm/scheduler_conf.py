@@ -15,7 +15,9 @@ default where the file is silent (slurm.conf(5), Slurm 22.05):
 * ``PriorityFavorSmall`` defaults to ``NO``;
 * ``PriorityFlags``: Fair Tree is the fair-share algorithm since 19.05
   unless ``NO_FAIR_TREE`` (or ``DEPTH_OBLIVIOUS``, which implies it) is set
-  (fair_tree.html);
+  (fair_tree.html); ``SMALL_RELATIVE_TO_TIME`` sizes jobs per minute of
+  time limit; the other flags are read and checked but change nothing the
+  simulator models;
 * ``SchedulerType`` defaults to ``sched/backfill``; ``SchedulerParameters``
   gives ``bf_interval`` (seconds, default 30), ``bf_resolution`` (seconds,
   default 60), ``bf_window`` (minutes, default 1440) and

@@ -159,6 +159,41 @@ def test_slurm_priorities_are_whole_numbers_and_ties_go_to_submit_time_then_arri
     assert list(d.order) == ["early", "z-first", "a-second", "big"]
 
 
+@pytest.mark.parametrize(
+    ("favor_small", "want"),
+    [
+        # CPUs (nodes x the cluster's CPUs per node) per minute of limit over the cluster's CPUs:
+        # 1 node of 4 for 1 min 0.25, 4 nodes for 2 min 0.5, 4 nodes for 61 s (2 whole
+        # minutes) 0.5, 4 nodes for 1 min 1.0, 4 nodes without a limit (a week) 0.0001 -> 1.
+        (False, {"a": 250, "b": 500, "c": 500, "d": 1000, "e": 1}),
+        (True, {"a": 750, "b": 500, "c": 500, "d": 1, "e": 999}),
+    ],
+)
+def test_small_relative_to_time_divides_job_size_by_the_time_limit(
+    favor_small: bool, want: dict[str, int]
+) -> None:
+    """set_priority_factors (priority_multifactor.c) under PRIORITY_FLAGS_SIZE_RELATIVE."""
+    from slurmrl.slurm.scheduler_conf import SchedulerSettings
+
+    settings = SchedulerSettings(
+        priority_type="priority/multifactor",
+        weight_job_size=1000,
+        favor_small=favor_small,
+        priority_flags=("SMALL_RELATIVE_TO_TIME",),
+    )
+    policy = make_slurm(FirstFit(), settings=settings)
+    pending = (
+        JobView("a", 4, 0.0, time_limit=60.0),
+        JobView("b", 16, 0.0, time_limit=120.0),
+        JobView("c", 16, 0.0, time_limit=61.0),
+        JobView("d", 16, 0.0, time_limit=60.0),
+        JobView("e", 16, 0.0),
+    )
+    policy.decide(view_of(make_cluster(4), 0.0, pending))
+    got = dict(zip("abcde", (int(p) for p in policy.ordering.priorities(pending, 0.0)), strict=True))
+    assert got == want
+
+
 def test_slurm_weights_are_configurable_and_documented_defaults_hold() -> None:
     cfg = MultifactorConfig()
     assert (cfg.max_age, cfg.decay_half_life, cfg.calc_period) == (7 * 86400.0, 7 * 86400.0, 300.0)

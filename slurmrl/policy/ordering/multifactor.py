@@ -12,7 +12,13 @@ each factor in [0, 1], as documented for priority/multifactor
   1-node 1-CPU job whatever its GPUs, 66 with 4 CPUs, 126 on 2 nodes. The
   simulator knows no CPU counts, so a job asks for one CPU per node (one
   task per node, sbatch's default); its node count is the trace's, else the
-  fewest nodes that hold its GPUs;
+  fewest nodes that hold its GPUs. PriorityFlags=SMALL_RELATIVE_TO_TIME
+  divides instead the job's CPUs (at least its nodes times the cluster's
+  CPUs per node) by its time limit in minutes and by the cluster's CPUs, so
+  a job of many nodes for a short time counts as large
+  (``set_priority_factors`` in ``priority_multifactor.c``, 22.05 to 26.05);
+  with PriorityFavorSmall=YES, 1 minus that. A job without a time limit is
+  sized with the simulator's default limit (the partition's MaxTime in Slurm);
 * fair-share from usage in GPU-seconds, halved every PriorityDecayHalfLife:
   Fair Tree (the default since Slurm 19.05, :mod:`slurmrl.policy.fairtree`)
   ranks (account, user) associations, account = the job's group (VC); under
@@ -59,7 +65,8 @@ What still differs from a real slurmctld:
   decision at least bf_interval after the previous one, and knows no
   bf_continue, bf_max_job_user/part, bf_min_age_reserve or bf_busy_nodes;
 * node choice is the placement policy's (first-fit by default), not
-  select/cons_tres's; backfill reservations hold GPUs, not whole nodes;
+  select/cons_tres's (backfill reservations do hold whole nodes, as Slurm's
+  ``node_space`` map does);
 * no preemption, requeue, job arrays, dependencies, reservations or
   heterogeneous jobs.
 """
@@ -73,6 +80,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from slurmrl.policy.backfill import limit_of
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.fairtree import fair_tree_factors
 from slurmrl.policy.ordering.fifo import FifoOrdering
@@ -94,6 +102,7 @@ class MultifactorConfig:
     decay_half_life: float = 7 * DAY  # PriorityDecayHalfLife default 7-00:00:00 (slurm.conf(5))
     calc_period: float = 300.0  # PriorityCalcPeriod default 5 minutes (slurm.conf(5))
     favor_small: bool = False  # PriorityFavorSmall default NO (slurm.conf(5))
+    size_relative: bool = False  # PriorityFlags=SMALL_RELATIVE_TO_TIME: job size per minute of limit
     fairshare_by: str = "group"  # classic formula's account: "group" (VC/account) or "user"
     fair_tree: bool = False  # Fair Tree on (group, user) associations instead of the classic formula
     weight_partition: float = 0.0  # Slurm default 0; one partition: a constant for every job
@@ -108,6 +117,7 @@ class MultifactorConfig:
             decay_half_life=settings.decay_half_life,
             calc_period=settings.calc_period,
             favor_small=settings.favor_small,
+            size_relative="SMALL_RELATIVE_TO_TIME" in settings.priority_flags,
             fair_tree=settings.fair_tree,
             weight_partition=float(settings.weight_partition),
         )
@@ -242,10 +252,16 @@ class MultifactorOrdering:
         return (self._job_size(job), self._account_number(self._account(job)))
 
     def _job_size(self, job: JobView) -> float:
-        """Slurm's job-size factor: nodes and CPUs (one per node) over the cluster's, averaged."""
+        """Slurm's job-size factor before PriorityFavorSmall and the clamp to [0, 1]: nodes and CPUs
+        (one per node) over the cluster's, averaged; or, under SMALL_RELATIVE_TO_TIME, CPUs per
+        minute of time limit over the cluster's CPUs."""
         nodes, cpus = self._cluster_size
         asked = job.num_nodes or max(1, math.ceil(job.gpus / self._gpus_per_node))
-        return min(1.0, (asked / nodes + asked / cpus) / 2.0)
+        if not self.config.size_relative:
+            return (asked / nodes + asked / cpus) / 2.0
+        minutes = math.ceil(limit_of(job) / 60.0)  # Slurm's limits are whole minutes (sbatch rounds up)
+        size = max(asked * cpus / nodes, asked)  # CPUs: at least the nodes' share of the cluster's
+        return size / minutes / cpus
 
     def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
         """Negated priorities of ranking rows (submit, job-size factor, account number).
@@ -261,6 +277,7 @@ class MultifactorOrdering:
         size = rows[:, 1]
         if cfg.favor_small:
             size = 1.0 - size
+        size = np.clip(size, 0.0, 1.0)
         accounts = rows[:, 2].astype(np.int64)
         # Accounts first seen after the last calculation have no usage yet: factor 1.
         fs = np.ones(accounts.size)
