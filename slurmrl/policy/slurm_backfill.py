@@ -17,7 +17,11 @@ As in Slurm, the main scheduler (strict priority order, stopping at the
 first job that cannot start) runs at every decision, i.e. every job submit
 and end, and the backfill pass at most every ``bf_interval`` seconds, as
 :class:`EasyBackfill` splits them; the running-job bookkeeping is
-EasyBackfill's.
+EasyBackfill's. A job with its own node list (ReqNodeList, at least as many
+nodes as it asks for) runs only there, and when it cannot start it does not
+stop the main scheduler: its nodes are withheld from the jobs after it and
+the queue goes on, as ``_schedule`` in ``src/slurmctld/job_scheduler.c``
+does (22.05 to 26.05); the backfill pass then tests it in its place.
 
 A reservation withholds the whole nodes the placement would give the job,
 as Slurm's ``node_space`` map (node bitmaps per time slice) does. The
@@ -39,13 +43,13 @@ reservations, the pass stops (its later reservations would change nothing).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 import numpy as np
 
-from slurmrl.cluster.model import Placement
+from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import (
     BF_INTERVAL,
@@ -215,10 +219,80 @@ class SlurmBackfill(EasyBackfill):
         self.last_reservations = 0  # reservations made by the last backfill pass
         self._in_order = placement.name in IN_ORDER_PLACEMENTS
         self._rows: dict[str, tuple[JobView, tuple[int, int, float, bool]]] = {}  # per job, for _Queue
+        self._names: tuple[Cluster, dict[str, int]] | None = None  # node name -> index, per cluster
+
+    def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
+        """The main scheduler: strict priority order until a job cannot start, then backfill.
+
+        A job with its own node list that cannot start withholds those nodes
+        from the jobs after it instead of stopping the walk (Slurm's
+        ``_schedule``: such a job clears ``fail_by_part`` and its
+        ``req_node_bitmap`` leaves ``avail_node_bitmap``).
+        """
+        pool = view.pool
+        if pool.total_free == 0:
+            return []
+        copied = False
+        open_pool: GpuPool | None = None  # ``pool`` less the withheld nodes, once any are
+        passed: list[JobView] = []  # jobs with a node list the walk went past, for backfill
+        starts: list[Start] = []
+        queue = iter(ranked)
+        for job in queue:
+            if pool.total_free == 0:
+                break
+            here = pool if open_pool is None else open_pool
+            listed = self._node_list(job, view.cluster)
+            if listed is not None:
+                job = listed[0]
+            placement = self.placement.place(job, here, view) if job.gpus <= here.total_free else None
+            if placement is None:
+                if listed is not None and len(listed[1]) >= (job.num_nodes or 1):
+                    if open_pool is None:
+                        open_pool = pool.copy()
+                    open_pool.withhold(_node_rows(listed[1], open_pool.free))
+                    passed.append(job)
+                    continue
+                starts.extend(self._backfill(view, pool if copied else pool.copy(), job, queue, passed))
+                break
+            if not copied:
+                pool, copied = pool.copy(), True
+            pool.allocate(placement)
+            if open_pool is not None:
+                open_pool.allocate(placement)
+            starts.append(Start(job.job_id, placement))
+            self.on_start(job, placement)
+        return starts
+
+    def _node_list(self, job: JobView, cluster: Cluster) -> tuple[JobView, frozenset[int]] | None:
+        """``job`` bound to its own node list, and that list's nodes; None without one.
+
+        A name the cluster does not hold leaves the job nowhere to run.
+        """
+        if not job.required_nodes:
+            return None
+        if self._names is None or self._names[0] is not cluster:
+            self._names = (cluster, {n.name: i for i, n in enumerate(cluster.nodes)})
+        index = self._names[1]
+        listed = frozenset(index[n] for n in job.required_nodes if n in index)
+        usable = listed if len(listed) == len(set(job.required_nodes)) else frozenset()
+        if job.allowed_nodes is not None:
+            usable &= job.allowed_nodes
+        return replace(job, allowed_nodes=usable), listed
+
+    def _bound(self, job: JobView, cluster: Cluster) -> JobView:
+        listed = self._node_list(job, cluster)
+        return job if listed is None else listed[0]
 
     def after_blocked(
         self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
     ) -> list[Start]:
+        return self._backfill(view, pool, head, rest, [])
+
+    def _backfill(
+        self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView], passed: list[JobView]
+    ) -> list[Start]:
+        """The backfill pass over ``passed`` (jobs with a node list the main scheduler went past,
+        in their order), ``head`` (the job it stopped at) and ``rest``."""
         now = view.now
         if not self.backfill or now < self._next_backfill:
             return []
@@ -227,7 +301,15 @@ class SlurmBackfill(EasyBackfill):
             return []
         if len(self._rows) > 4 * len(view.pending) + 1024:
             self._rows.clear()
-        queue = _Queue(head, islice(rest, self.max_job_test - 1), now, len(pool.cluster.nodes), self._rows)
+        listed = (self._bound(job, view.cluster) for job in rest)
+        first = [*passed, head]
+        queue = _Queue(
+            first[: self.max_job_test],
+            islice(listed, max(0, self.max_job_test - len(first))),
+            now,
+            len(pool.cluster.nodes),
+            self._rows,
+        )
         unreserved = np.full(len(pool.cluster.nodes), math.inf)
         target = queue.next_fit(0, pool.free_count, unreserved)
         if target < 0:
@@ -354,7 +436,7 @@ class _Queue:
 
     def __init__(
         self,
-        head: JobView,
+        first: list[JobView],
         rest: Iterator[JobView],
         now: float,
         nodes: int,
@@ -364,7 +446,7 @@ class _Queue:
         self._rest = rest
         self._now, self._nodes, self._cache = now, nodes, cache
         self._rows = np.zeros((0, 4))
-        self._load([head])
+        self._load(first)
 
     def _load(self, jobs: list[JobView]) -> None:
         rows = []
@@ -398,6 +480,13 @@ class _Queue:
             if not more:
                 return -1
             self._load(more)
+
+
+def _node_rows(nodes: frozenset[int], like: np.ndarray) -> np.ndarray:
+    """Every GPU of ``nodes`` as a boolean ``[node, gpu]`` matrix shaped like ``like``."""
+    mask = np.zeros_like(like, dtype=bool)
+    mask[sorted(nodes)] = True
+    return mask
 
 
 def _eligible(job: JobView, pool: GpuPool) -> np.ndarray | None:

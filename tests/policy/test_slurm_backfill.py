@@ -110,6 +110,43 @@ def test_backfill_runs_at_most_every_interval() -> None:
     assert [s.job_id for s in policy.decide(busy_view(30.0, pending)).starts] == ["quick"]
 
 
+def pinned_view(pending: tuple[JobView, ...]) -> ClusterView:
+    """Three 4-GPU nodes; half of n0 busy until t=1000."""
+    cluster = make_cluster(3)
+    pool = GpuPool(cluster)
+    held = Placement.of([(0, [0, 1])])
+    pool.allocate(held)
+    running = (JobView("r0", 2, 0.0, time_limit=1000.0, start_time=0.0, placement=held),)
+    return ClusterView(0.0, cluster, pool.readonly(), pending, running, ())
+
+
+def test_a_job_with_a_node_list_withholds_its_nodes_instead_of_blocking_the_queue() -> None:
+    """_schedule (job_scheduler.c): a job whose req_node_bitmap covers its node count clears
+    fail_by_part and its nodes leave avail_node_bitmap; the jobs after it go on elsewhere."""
+    pinned = JobView("pinned", 4, 0.0, time_limit=500.0, num_nodes=1, required_nodes=("n0",))
+    two = JobView("two", 2, 1.0, time_limit=500.0)  # first fit would take n0's two free GPUs
+    four = JobView("four", 4, 2.0, time_limit=500.0)
+    main_only = slurm_backfill(backfill=False)  # type: ignore[arg-type]
+    d = main_only.decide(pinned_view((pinned, two, four)))
+    assert [(s.job_id, s.placement.nodes) for s in d.starts] == [("two", (1,)), ("four", (2,))]
+    # A node list shorter than the job's node count blocks the queue as any job does.
+    short = JobView("short", 8, 0.0, time_limit=500.0, num_nodes=2, required_nodes=("n0",))
+    assert slurm_backfill(backfill=False).decide(pinned_view((short, two, four))).starts == ()  # type: ignore[arg-type]
+
+
+def test_a_job_with_a_node_list_runs_only_there_and_backfill_reserves_them() -> None:
+    pinned = JobView("pinned", 4, 0.0, time_limit=500.0, num_nodes=1, required_nodes=("n0",))
+    wide = JobView("wide", 12, 1.0, time_limit=500.0)  # the main scheduler stops here
+    quick = JobView("quick", 2, 2.0, time_limit=100.0)
+    late = JobView("late", 2, 3.0, time_limit=5000.0)  # would run on n1 past wide's start at 1000
+    policy = slurm_backfill()
+    d = policy.decide(pinned_view((pinned, wide, quick, late)))
+    # pinned never lands on the idle n1/n2; backfill reserves n0 for it from 1000 and every
+    # node for wide from 1500, so quick (done by 100) fits n0's free GPUs and late nowhere.
+    assert [(s.job_id, s.placement.nodes) for s in d.starts] == [("quick", (0,))]
+    assert policy.last_reservations == 2
+
+
 # --------------------------------------------------------------------------- against a brute-force pass
 
 
