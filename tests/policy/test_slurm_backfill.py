@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -145,6 +147,45 @@ def test_a_job_with_a_node_list_runs_only_there_and_backfill_reserves_them() -> 
     # node for wide from 1500, so quick (done by 100) fits n0's free GPUs and late nowhere.
     assert [(s.job_id, s.placement.nodes) for s in d.starts] == [("quick", (0,))]
     assert policy.last_reservations == 2
+
+
+@pytest.mark.slurm
+def test_slurm_itself_withholds_a_node_list_and_goes_on() -> None:
+    """What the emulation copies, on the test cluster: behind a job pinned to a busy node, a job
+    barred from every other node is still tried by the main scheduler (its reason names the
+    withheld node); behind a job that is merely barred, it waits on the partition (Priority)."""
+    import live_slurm  # loaded by tests/conftest.py
+
+    account = f"slurmrl-emu{os.getpid()}"
+    gpus = live_slurm.node_gpus()
+    first, others = next(iter(gpus)), [n for n in gpus if n != next(iter(gpus))]
+    whole = f"--gres=gpu:{gpus[first]}"
+    ids: list[str] = []
+
+    def submit(*args: str) -> str:
+        ids.append(live_slurm.sbatch("-N1", whole, "--time=5", *args, account=account))
+        return ids[-1]
+
+    def reason(jid: str) -> str:
+        return live_slurm.slurm("squeue", "-h", "-j", jid, "-o", "%r").stdout.strip()
+
+    try:
+        fill = submit(f"-w{first}")
+        live_slurm.wait_for(lambda: live_slurm.state(fill) == "RUNNING", 60, "the filler to start")
+        pinned = submit(f"-w{first}")
+        barred = submit(f"--exclude={','.join(others)}")
+        live_slurm.wait_for(lambda: reason(pinned) == "Resources", 30, "the pinned job to be tried")
+        live_slurm.wait_for(
+            lambda: reason(barred).startswith("ReqNodeNotAvail") and first in reason(barred),
+            30,
+            f"the barred job to be tried with {first} withheld, not held back (it says {reason(barred)!r})",
+        )
+        live_slurm.cancel([pinned, barred])
+        blocker, behind = submit(f"--exclude={','.join(others)}"), submit(f"--exclude={','.join(others)}")
+        live_slurm.wait_for(lambda: reason(blocker) == "Resources", 30, "the first barred job to be tried")
+        live_slurm.wait_for(lambda: reason(behind) == "Priority", 30, "the second to wait on the partition")
+    finally:
+        live_slurm.cancel(ids)
 
 
 # --------------------------------------------------------------------------- against a brute-force pass
