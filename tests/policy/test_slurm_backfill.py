@@ -14,7 +14,7 @@ from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.multifactor import make_slurm
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.slurm_backfill import SlurmBackfill
+from slurmrl.policy.slurm_backfill import NodeSpace, SlurmBackfill
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
 from tests.policy.busy import draw_running, make_cluster
@@ -102,6 +102,49 @@ def test_max_job_test_and_builtin_scheduler_limit_backfill() -> None:
     assert len(slurm_backfill(max_job_test=2).decide(busy_view(0.0, pending)).starts) == 1
     builtin = make_slurm(FirstFit(), settings=SchedulerSettings(scheduler_type="sched/builtin"))
     assert builtin.decide(busy_view(0.0, pending)).starts == ()
+
+
+def test_max_job_test_counts_only_the_jobs_actually_tested() -> None:
+    """backfill.c counts bf_last_depth_try just before _try_sched: a job with too few nodes
+    outside the reservations at every start in the window is passed over and not counted."""
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),  # reserves both nodes from 1000 to the window's end
+        JobView("pair", 2, 0.0, time_limit=2000.0, num_nodes=2),  # never two free nodes: untested
+        JobView("quick", 2, 0.0, time_limit=90.0),
+    )
+    policy = slurm_backfill(max_job_test=2, bf_window=1200.0)
+    d = policy.decide(busy_view(0.0, pending))
+    assert [s.job_id for s in d.starts] == ["quick"]
+    assert policy.last_tested == 2  # wide and quick
+    # A job tested in its place counts (three: reserved on node 1 from 100): quick is never tried.
+    tried = (pending[0], JobView("three", 3, 0.0, time_limit=20.0), pending[2])
+    assert slurm_backfill(max_job_test=2, bf_window=1200.0).decide(busy_view(0.0, tried)).starts == ()
+
+
+def test_node_space_counts_records_as_add_reservation_does() -> None:
+    space = NodeSpace(0.0, 1000.0, 1.0)
+    assert space.records == 1
+    space.add(100.0, 200.0, (0,))  # splits where it starts and where it ends
+    assert (space.records, space.slices) == (3, [[0, 100, 0], [100, 200, 1], [200, 1000, 0]])
+    space.add(200.0, 300.0, (0,))  # starts on a boundary; merges with its twin before it
+    assert (space.records, space.slices) == (4, [[0, 100, 0], [100, 300, 1], [300, 1000, 0]])
+    space.add(0.0, 50.0, (1,))  # at the slice's own start: still a record, the first left empty
+    assert space.records == 6 and space.slices[:3] == [[0, 0, 0], [0, 50, 2], [50, 100, 0]]
+    space.add(2000.0, 2100.0, (1,))  # after the window: nothing
+    assert space.records == 6
+
+
+def test_a_full_node_space_table_ends_the_pass() -> None:
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),  # reserved: 3 records
+        JobView("node", 4, 0.0, time_limit=500.0),  # no room for its reservation: the pass stops
+        JobView("quick", 2, 0.0, time_limit=90.0),
+    )
+    assert [s.job_id for s in slurm_backfill().decide(busy_view(0.0, pending)).starts] == ["quick"]
+    settings = SchedulerSettings(priority_type="priority/basic", bf_resolution=1, bf_node_space_size=2)
+    small = make_slurm(FirstFit(), settings=settings)
+    assert small.decide(busy_view(0.0, pending)).starts == ()
+    assert small.last_reservations == 1
 
 
 def test_backfill_runs_at_most_every_interval() -> None:

@@ -341,6 +341,7 @@ class SlurmPolicy(SlurmBackfill):
         else:
             self.ordering = FifoOrdering()  # priority/basic: submit order
         self.max_job_test = settings.bf_max_job_test
+        self.node_space_size = settings.node_space_size
         self.bf_interval = settings.bf_interval
         self.bf_resolution = settings.bf_resolution
         self.bf_window = settings.bf_window
