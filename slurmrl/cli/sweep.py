@@ -46,7 +46,7 @@ def _convert(ctx: click.Context, key: str, value: Any) -> Any:
     try:
         return param.process_value(ctx, list(value) if param.multiple else value)
     except click.BadParameter as exc:
-        raise ConfigError(f"option '{key}': {exc.format_message()}", column=key) from None
+        raise ConfigError(exc.message, column=key) from None
 
 
 def as_values(value: Any) -> list[Any]:

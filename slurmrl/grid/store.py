@@ -128,6 +128,19 @@ def columns(rows: Sequence[dict[str, Any]]) -> list[str]:
     return [*ID_COLUMNS, *options, "deployable", *SUMMARY_COLUMNS, "fingerprint"]
 
 
+def complete(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in column order with every option column: a cell that kept an option's default shows the default."""
+    from slurmrl.grid.cells import SETTING_DEFAULTS, WORKLOAD_DEFAULTS
+
+    defaults = {**WORKLOAD_DEFAULTS, **SETTING_DEFAULTS}
+    shown = columns(rows)
+    return [{k: row[k] if k in row else _plain(defaults.get(k)) for k in shown} for row in rows]
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
 def write_tables(root: Path, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> Path:
     """``results.csv`` (raw values for spreadsheets and pandas) and ``results.json`` (with the grid); the CSV's path."""
     from slurmrl.sim.results import write_table_csv, write_table_json

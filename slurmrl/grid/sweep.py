@@ -17,7 +17,7 @@ import slurmrl
 from slurmrl.executors import Executor
 from slurmrl.grid.cells import Cell
 from slurmrl.grid.spec import Grid
-from slurmrl.grid.store import SweepCell, failure, finished_row, write_tables
+from slurmrl.grid.store import SweepCell, complete, failure, finished_row, write_tables
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ def _gather(
             rows.append(row)
         elif cell.id in errors or failure(out, cell) is not None:
             failed.append((cell, errors.get(cell.id) or failure(out, cell) or "failed"))
+    rows = complete(rows)
     meta = {
         "grid": grid.describe(),
         "cells": len(cells),
