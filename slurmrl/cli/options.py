@@ -368,4 +368,6 @@ def build_executor(opts: dict, logs: Path) -> Executor:
         array_parallelism=opts.pop("array_parallelism", 256),
         mem_gb=opts.pop("mem_gb", None),
     )
-    return make_executor(name, jobs=opts.pop("jobs", None), slurm=slurm)
+    return make_executor(
+        name, jobs=opts.pop("jobs", None), slurm=slurm, announce=lambda line: click.echo(line, err=True)
+    )

@@ -51,8 +51,13 @@ class Executor(Protocol):
         ...
 
 
-def make_executor(name: str, *, jobs: int | None = None, slurm: Any = None) -> Executor:
-    """The executor called ``name``; ``slurm`` is a :class:`~slurmrl.executors.slurm.SlurmOptions`."""
+def make_executor(
+    name: str, *, jobs: int | None = None, slurm: Any = None, announce: Callable[[str], None] | None = None
+) -> Executor:
+    """The executor called ``name``; ``slurm`` is a :class:`~slurmrl.executors.slurm.SlurmOptions`.
+
+    ``announce`` is told what was submitted (the Slurm executor's array id), so a user can follow it.
+    """
     if name == "local":
         from slurmrl.executors.local import LocalExecutor
 
@@ -60,7 +65,7 @@ def make_executor(name: str, *, jobs: int | None = None, slurm: Any = None) -> E
     if name == "slurm":
         from slurmrl.executors.slurm import SlurmExecutor, SlurmOptions
 
-        return SlurmExecutor(slurm or SlurmOptions())
+        return SlurmExecutor(slurm or SlurmOptions(), announce)
     raise ConfigError(f"unknown executor '{name}'; choose one of {', '.join(EXECUTORS)}")
 
 

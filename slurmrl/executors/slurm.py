@@ -104,8 +104,9 @@ class SlurmExecutor:
 
     name = "slurm"
 
-    def __init__(self, options: SlurmOptions) -> None:
+    def __init__(self, options: SlurmOptions, announce: Callable[[str], None] | None = None) -> None:
         self.options = options
+        self.announce = announce  # told one line once the array is submitted (its job id)
         self.array_id: str | None = None  # the last array submitted, for sacct and scancel
 
     def describe(self, count: int) -> str:
@@ -146,6 +147,10 @@ class SlurmExecutor:
         except Exception as exc:  # sbatch refused the script (partition, account, time)
             raise ConfigError(f"sbatch refused the job array: {error_line(exc)}", column="executor") from None
         self.array_id = str(jobs[0].job_id).split("_")[0]
+        if self.announce is not None:
+            self.announce(
+                f"submitted job array {self.array_id} ({len(items)} tasks; logs in {self.options.folder})"
+            )
         remaining = dict(enumerate(jobs))
         try:
             while remaining:
