@@ -16,7 +16,7 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -47,19 +47,23 @@ def _normal_value(key: str, value: Any) -> Any:
     return value
 
 
-def normal_options(options: Mapping[str, Any], caller: str = "sweep") -> tuple[tuple[str, Any], ...]:
+def normal_options(
+    options: Mapping[str, Any], caller: str = "sweep", also: Iterable[str] = ()
+) -> tuple[tuple[str, Any], ...]:
     """Options checked against the workload and simulator keywords, defaults dropped, sorted.
 
     Dropping defaults makes ``speed_model="placement"`` (the default) and no
     option at all the same cell, so a re-run finds its finished folder.
+    ``also`` names keywords the caller takes itself, for the error's list.
     """
     known = {**WORKLOAD_DEFAULTS, **SETTING_DEFAULTS}
     kept = []
     for key, value in options.items():
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            names = sorted({*known, *also})
+            close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
             raise ConfigError(
-                f"{caller}() got an unknown option '{key}'; known: {', '.join(sorted(known))}",
+                f"{caller}() got an unknown option '{key}'; known: {', '.join(names)}",
                 hint=f"did you mean {', '.join(repr(c) for c in close)}?" if close else None,
             )
         value = _normal_value(key, value)
@@ -68,11 +72,13 @@ def normal_options(options: Mapping[str, Any], caller: str = "sweep") -> tuple[t
     return tuple(sorted(kept))
 
 
-def split_options(options: Mapping[str, Any], caller: str = "sweep") -> tuple[dict[str, Any], SimSettings]:
+def split_options(
+    options: Mapping[str, Any], caller: str = "sweep", also: Iterable[str] = ()
+) -> tuple[dict[str, Any], SimSettings]:
     """Options as ``prepare`` keywords and a :class:`SimSettings` (unknown keys are an error)."""
     from slurmrl.sim.locality import parse_locality
 
-    normal = dict(normal_options(options, caller))
+    normal = dict(normal_options(options, caller, also))
     workload = {k: v for k, v in normal.items() if k in WORKLOAD_DEFAULTS}
     chosen = {k: v for k, v in normal.items() if k in SETTING_DEFAULTS}
     if "locality" in chosen:
