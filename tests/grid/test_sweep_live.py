@@ -30,9 +30,10 @@ def test_job_array_cells_equal_local_cells(tmp_path: Path) -> None:
     )
     try:
         remote = run_sweep(GRID, executor, tmp_path / "slurm-run")
-    finally:
+    except BaseException:
         if executor.array_id:
             live_slurm.slurm("scancel", executor.array_id)
+        raise
     local = run_sweep(GRID, LocalExecutor(2), tmp_path / "local-run")
     assert len(remote.rows) == 4 and not remote.failed
     assert remote.rows == local.rows
@@ -42,10 +43,7 @@ def test_job_array_cells_equal_local_cells(tmp_path: Path) -> None:
 
     # sacct lists one array: a task per cell, each completed.
     array = executor.array_id
-    shown = live_slurm.slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "JobID,State")
-    tasks = dict(line.split("|") for line in shown.stdout.split())
-    assert sorted(tasks) == [f"{array}_{i}" for i in range(4)], shown.stdout
-    assert set(tasks.values()) == {"COMPLETED"}
+    assert live_slurm.array_states(array) == {f"{array}_{i}": "COMPLETED" for i in range(4)}
 
 
 def test_ctrl_c_cancels_the_array_and_keeps_finished_cells(tmp_path: Path) -> None:
@@ -94,12 +92,7 @@ def test_ctrl_c_cancels_the_array_and_keeps_finished_cells(tmp_path: Path) -> No
     assert 1 <= len(kept) < 6
     assert "interrupted: finished cells are kept" in proc.stderr.read()  # type: ignore[union-attr]
 
-    def ended() -> bool:
-        states = live_slurm.slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "State").stdout.split()
-        return bool(states) and not {"PENDING", "RUNNING", "REQUEUED"} & set(states)
-
-    live_slurm.wait_for(ended, 30, f"every task of array {array} to end")
-    states = live_slurm.slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "State").stdout.split()
-    assert any(s.startswith("CANCELLED") for s in states), states
+    states = live_slurm.array_states(array)
+    assert any(s.startswith("CANCELLED") for s in states.values()), states
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) == 1 + len(kept)
