@@ -96,3 +96,14 @@ def test_bad_sweep_file_is_one_line(tmp_path: Path) -> None:
     config.write_text("[options]\nlimit = 'many'\n")
     result = _invoke("--config", str(config), "--out", str(tmp_path / "x"))
     assert result.exit_code != 0 and "column 'limit'" in result.output
+
+
+def test_report_renders_the_cells(tmp_path: Path) -> None:
+    pytest.importorskip("jinja2")
+    site = tmp_path / "site"
+    args = [*SMALL, "--policies", "fifo,sjf-oracle", "--out", str(tmp_path / "out"), "--report", str(site)]
+    result = _invoke(*args)
+    assert result.exception is None, result.output
+    page = (site / "scenario-embedded-philly-sample.html").read_text()
+    assert "fifo" in page and "sjf-oracle" in page
+    assert f"report written: open {site / 'index.html'}" in result.output
