@@ -9,7 +9,7 @@ interrupted, so they always list what is finished.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,7 @@ class SweepResult:
     failed: tuple[tuple[Cell, str], ...] = ()
     ran: int = 0  # cells run this time (the rest were finished before)
     total: int = 0
-    interrupted: bool = False
-    table: Path | None = field(default=None)
+    table: Path | None = None
 
 
 def pending_cells(grid: Grid, out: Path) -> tuple[list[Cell], list[Cell]]:
@@ -54,24 +53,18 @@ def run_sweep(
     out = out.resolve()
     cells, todo = pending_cells(grid, out)
     errors: dict[str, str] = {}
-    interrupted = False
     try:
         for outcome in executor.run(SweepCell(str(out)), todo):
             if not outcome.ok:
                 errors[todo[outcome.index].id] = outcome.error or "failed"
             if progress is not None:
                 progress(1)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        result = _gather(grid, cells, out, errors, ran=len(todo), interrupted=interrupted)
+    finally:  # also on Ctrl-C: the tables list every cell finished so far
+        result = _gather(grid, cells, out, errors, ran=len(todo))
     return result
 
 
-def _gather(
-    grid: Grid, cells: list[Cell], out: Path, errors: dict[str, str], *, ran: int, interrupted: bool
-) -> SweepResult:
+def _gather(grid: Grid, cells: list[Cell], out: Path, errors: dict[str, str], *, ran: int) -> SweepResult:
     rows = []
     failed = []
     for cell in cells:
@@ -88,4 +81,4 @@ def _gather(
         "version": slurmrl.__version__,
     }
     table = write_tables(out, rows, meta)
-    return SweepResult(out, tuple(rows), tuple(failed), ran, len(cells), interrupted, table)
+    return SweepResult(out, tuple(rows), tuple(failed), ran, len(cells), table)

@@ -70,3 +70,17 @@ def test_a_rerun_runs_only_failed_and_unfinished_cells(
     second = run_sweep(GRID, LocalExecutor(1), tmp_path)
     assert second.ran == 2 and len(second.rows) == 8 and not second.failed
     assert not (cell_folder(tmp_path, broken) / ERROR_FILE).exists()
+
+
+def test_ctrl_c_keeps_finished_cells_in_the_tables(tmp_path: Path) -> None:
+    def interrupt_after_two(done: int, seen: list[int] = []) -> None:  # noqa: B006 - a counter
+        seen.append(done)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(GRID, LocalExecutor(1), tmp_path, progress=interrupt_after_two)
+    table = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(table) == 1 + 2
+    _, todo = pending_cells(GRID, tmp_path)
+    assert len(todo) == len(GRID.cells()) - 2
