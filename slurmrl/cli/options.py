@@ -15,6 +15,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
 from slurmrl.sim.locality import Locality, parse_locality
+from slurmrl.traces.load import FORMATS
 
 if TYPE_CHECKING:
     from slurmrl.executors import Executor
@@ -59,9 +60,10 @@ def workload_options(f: Callable) -> Callable:
         click.option(
             "--format",
             "trace_format",
+            type=click.Choice(("auto", *FORMATS)),
             default="auto",
             show_default=True,
-            help="Trace format when the file name does not tell.",
+            help="Trace format, when the file name and first line do not tell.",
         ),
         click.option(
             "--cluster",
@@ -188,17 +190,10 @@ def build_settings(opts: dict) -> SimSettings:
     )
 
 
-def _trace_arg(opts: dict) -> str | None:
-    """--trace, with an explicit --format passed through the path prefix (the loader detects formats by name)."""
-    if opts.get("trace_format", "auto") != "auto" and opts.get("trace"):
-        return f"{opts['trace_format']}:{opts['trace']}"
-    return opts.get("trace")
-
-
 def build_workload(opts: dict, seed: int | None = None) -> Workload:
     """The workload of the parsed options; ``seed`` overrides ``--seed`` (one of several seeds)."""
     workload = prepare(
-        trace=_trace_arg(opts),
+        trace=opts.get("trace"),
         cluster=opts.get("cluster"),
         scenario=opts.get("scenario"),
         arrival_scale=opts.get("arrival_scale"),
@@ -210,6 +205,7 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         vcs=tuple(opts.get("vcs") or ()),
         max_gpus=opts.get("max_gpus"),
         limit=opts.get("limit"),
+        trace_format=opts.get("trace_format", "auto"),
     )
     report_skipped(workload)
     return workload
@@ -234,6 +230,7 @@ CELL_WORKLOAD_OPTIONS = (
     "vcs",
     "max_gpus",
     "limit",
+    "trace_format",
 )
 
 
@@ -246,7 +243,7 @@ def cell_of(opts: dict, settings: SimSettings, policy: str, placement: str | Non
         policy=policy,
         placement=placement,
         seed=seed,
-        trace=_trace_arg(opts),
+        trace=opts.get("trace"),
         cluster=opts.get("cluster"),
         scenario=opts.get("scenario"),
         options=normal_options(options),

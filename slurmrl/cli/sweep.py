@@ -25,7 +25,6 @@ _OWN_FLAGS = {
     "report",
     "as_json",
     "no_progress",
-    "trace_format",
     "executor",
     "jobs",
     "partition",
@@ -66,9 +65,6 @@ def grid_from(table: Mapping[str, Any]) -> Grid:
     """The grid of a table of axes and converted options."""
     from slurmrl.cli.simulate import _policy_pairs
 
-    table = dict(table)
-    fmt = table.pop("trace_format", "auto")
-    traces = [f"{fmt}:{t}" if fmt != "auto" else t for t in map(str, as_list(table.get("traces")))]
     policies = table.get("policies")
     placements = table.get("placements")
     pairs = _policy_pairs(
@@ -82,7 +78,7 @@ def grid_from(table: Mapping[str, Any]) -> Grid:
     return Grid(
         policies=tuple(pairs),
         scenarios=tuple(map(str, as_list(table.get("scenarios")))),
-        traces=tuple(traces),
+        traces=tuple(map(str, as_list(table.get("traces")))),
         clusters=tuple(map(str, as_list(table.get("clusters")))) or (None,),
         seeds=seeds_of(table.get("seeds", 1), first),
         options=option_axes(options),
@@ -93,7 +89,7 @@ def _table(ctx: click.Context, config: Path | None, vary: tuple[str, ...], param
     """The sweep file's table with every flag given on the command line on top."""
     table = converted(ctx, read_sweep_file(config)) if config is not None else {}
     for name, value in params.items():
-        if name in _OWN_FLAGS - {"trace_format"} or ctx.get_parameter_source(name) in (
+        if name in _OWN_FLAGS or ctx.get_parameter_source(name) in (
             ParameterSource.DEFAULT,
             None,
         ):

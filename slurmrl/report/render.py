@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jinja2
 
-import slurmrl
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 from slurmrl.report import plots
 from slurmrl.report.cards import Card, find_cards, markdown_to_html
@@ -114,7 +114,7 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     common = {
         "css": read_asset("site.css"),
         "js": read_asset("table-sort.js"),
-        "version": slurmrl.__version__,
+        "version": __version__,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "metrics": METRICS,
     }

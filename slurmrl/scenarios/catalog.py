@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import os
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 from slurmrl.errors import SlurmrlError
 
@@ -24,7 +22,7 @@ class Scenario:
 
     name: str
     summary: str
-    trace: str  # "embedded:NAME" or a path relative to the shared traces folder
+    trace: str  # "embedded:NAME" or a path relative to a traces folder (slurmrl.traces.store)
     cluster: str  # a cluster spec as --cluster takes it; "data:FILE" = shipped spec
     start: float | None = None  # window on submit time, seconds
     end: float | None = None
@@ -51,27 +49,9 @@ class Scenario:
     def trace_path(self) -> str:
         if self.trace.startswith("embedded:"):
             return self.trace
-        return str(shared_traces_dir() / self.trace)
+        from slurmrl.traces.store import locate
 
-
-def shared_traces_dir() -> Path:
-    """Where the public traces live: ``$SLURMRL_TRACES`` or ``../shared/traces``.
-
-    The default is looked up beside the current directory and beside the
-    source checkout, the two places a clone of this repository sits next to.
-    """
-    env = os.environ.get("SLURMRL_TRACES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parents[2]
-    for base in (Path.cwd(), here):
-        candidate = (base / ".." / "shared" / "traces").resolve()
-        if candidate.is_dir():
-            return candidate
-    raise SlurmrlError(
-        "the shared traces folder was not found",
-        hint="set SLURMRL_TRACES to the folder holding philly/ and alibaba/, or use an embedded scenario",
-    )
+        return str(locate(self.trace))
 
 
 def _philly_week(week: int, role: str) -> Scenario:

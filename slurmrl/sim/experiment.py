@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.cluster.model import Cluster
 from slurmrl.errors import ConfigError, SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL
@@ -137,12 +137,15 @@ def prepare(
     max_gpus: int | None = None,
     limit: int | None = None,
     time_limits: bool = True,
+    trace_format: str = "auto",
 ) -> Workload:
     """Load, select, scale and check a workload.
 
     A scenario keeps its trace's timeline: arrivals are compressed only when
     the caller asks, by ``arrival_scale`` (inter-arrival times divided by it)
     or by ``target_load`` (the scale that makes the offered load equal it).
+    ``trace_format`` names the trace's format (see ``slurmrl.traces.FORMATS``)
+    when its file name and first line do not tell.
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
@@ -154,9 +157,9 @@ def prepare(
         raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
     label = trace or DEFAULT_TRACE
     if scenario is not None:
-        if trace is not None or cluster is not None:
+        if trace is not None or cluster is not None or trace_format != "auto":
             raise SlurmrlError(
-                "--scenario fixes the trace and the cluster; drop --trace/--cluster or --scenario"
+                "--scenario fixes the trace and the cluster; drop --trace/--cluster/--format or --scenario"
             )
         sc = get_scenario(scenario)
         trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
@@ -164,7 +167,7 @@ def prepare(
         end = sc.end if end is None else end
         vcs = vcs or sc.vcs
     the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
-    loaded = load_trace(trace or DEFAULT_TRACE, skip_bad=skip_bad)
+    loaded = load_trace(trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
     chosen = select(
         loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
     )
@@ -219,6 +222,7 @@ def run_policy(
         "deployable": deployable,
         "workload": workload.label,
         "trace": workload.trace.source,
+        "trace_format": workload.trace.format,
         "cluster": workload.cluster.describe(),
         "seed": workload.seed,
         **workload_meta(workload),

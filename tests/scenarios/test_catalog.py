@@ -12,9 +12,10 @@ from slurmrl.cli import main
 from slurmrl.cluster import load_cluster
 from slurmrl.errors import SlurmrlError
 from slurmrl.scenarios import SCENARIOS, get_scenario
-from slurmrl.scenarios.catalog import PHILLY, Scenario, shared_traces_dir
+from slurmrl.scenarios.catalog import PHILLY, Scenario
 from slurmrl.sim.experiment import Workload, prepare, run_policy
 from slurmrl.traces import load_trace
+from slurmrl.traces.store import locate
 
 WEEK = 7 * 86400.0
 
@@ -86,7 +87,7 @@ def test_the_shipped_rl_checkpoint_runs_on_the_rl_cluster() -> None:
 
 
 def test_per_vc_scenarios_run_each_vc_on_its_quota(workloads: dict[str, Workload]) -> None:
-    with (shared_traces_dir() / "philly" / "philly_vc_nodes.csv").open() as fh:
+    with locate("philly/philly_vc_nodes.csv").open() as fh:
         quota = {row["vc"]: int(row["num_nodes"]) for row in csv.DictReader(fh)}
     per_vc = [
         sc for sc in SCENARIOS.values() if sc.vcs and sc.trace == PHILLY
