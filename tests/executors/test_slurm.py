@@ -36,3 +36,28 @@ def test_script_is_one_array_running_this_python_on_this_package(tmp_path: Path)
     assert f"export PYTHONPATH={package_root()}" in script
     assert "-m submitit.core._submit" in script
     assert SlurmExecutor(options).describe(5) == "5 array task(s) on partition debug, 3 at a time, 7 min each"
+
+
+def test_a_failed_array_task_is_one_line_naming_its_log() -> None:
+    from types import SimpleNamespace
+
+    from slurmrl.executors.slurm import _outcome
+
+    trace = (
+        "Job (task=0) failed during processing with trace:\n----------------------\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1\nslurmrl.errors.TraceError: t.csv: file not found\n'
+        "----------------------\nYou can check full logs with 'job.stderr(0)' and 'job.stdout(0)'or at paths:\n"
+        "  - /logs/7_1_0_log.err\n  - /logs/7_1_0_log.out"
+    )
+    failed = SimpleNamespace(
+        exception=lambda: RuntimeError(trace),
+        job_id="7_1",
+        paths=SimpleNamespace(stderr="/logs/7_1_0_log.err"),
+    )
+    outcome = _outcome(3, failed)
+    assert outcome.index == 3 and not outcome.ok
+    assert outcome.error == (
+        "array task 7_1: slurmrl.errors.TraceError: t.csv: file not found (log: /logs/7_1_0_log.err)"
+    )
+    done = SimpleNamespace(exception=lambda: None, result=lambda: {"id": "c"})
+    assert _outcome(0, done).value == {"id": "c"}
