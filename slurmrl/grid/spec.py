@@ -35,6 +35,12 @@ class Grid:
 
     def workloads(self) -> list[tuple[str | None, str | None, str | None]]:
         """(scenario, trace, cluster) of every workload, scenarios first."""
+        if self.scenarios and not self.traces and self.clusters != (None,):
+            raise ConfigError(
+                "clusters are crossed with traces, and a scenario fixes its own cluster",
+                column="clusters",
+                hint="drop the clusters, or give traces to run on them",
+            )
         named = [(s, None, None) for s in self.scenarios]
         traced = [(None, t, c) for t in self.traces for c in self.clusters]
         return named + traced or [(None, None, c) for c in self.clusters]

@@ -34,6 +34,8 @@ def test_cross_product_of_every_axis() -> None:
 def test_repeated_cells_and_empty_axes_are_errors() -> None:
     with pytest.raises(ConfigError, match="same cell twice"):
         Grid(policies=(("fifo", None), ("fifo", None))).cells()
+    with pytest.raises(ConfigError, match="a scenario fixes its own cluster"):
+        Grid(policies=(("fifo", None),), scenarios=("philly-sample",), clusters=("2x4x8",)).cells()
     with pytest.raises(ConfigError, match="option 'limit' has no values"):
         option_axes({"limit": []})
 
