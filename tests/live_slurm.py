@@ -228,3 +228,15 @@ def fill_nodes(layout: dict[str, list[int]], account: str) -> list[str]:
         print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
         raise
     return ids
+
+
+def array_states(array: str, timeout: float = 60) -> dict[str, str]:
+    """``sacct``'s state of every task of a job array, once none is pending, running or completing."""
+    busy = {"PENDING", "RUNNING", "COMPLETING", "REQUEUED", "CONFIGURING", "SUSPENDED"}
+
+    def read() -> dict[str, str] | None:
+        shown = slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "JobID,State").stdout
+        states = dict(line.split("|", 1) for line in shown.splitlines() if line.strip())
+        return states if states and not busy & {s.split()[0] for s in states.values()} else None
+
+    return wait_for(read, timeout, f"every task of array {array} to end")

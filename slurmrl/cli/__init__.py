@@ -18,6 +18,10 @@ from slurmrl.errors import SlurmrlError
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("slurmrl.cli.simulate:simulate", "Replay a trace on a cluster under one policy."),
     "compare": ("slurmrl.cli.simulate:compare", "Replay a trace under several policies and tabulate them."),
+    "sweep": (
+        "slurmrl.cli.sweep:sweep",
+        "Run a grid of workloads x policies x seeds x options locally or as Slurm job arrays.",
+    ),
     "policies": ("slurmrl.cli.policies:policies", "List registered policies and placements."),
     "scenarios": ("slurmrl.cli.scenarios:scenarios", "List the named benchmark scenarios."),
     "slurm": ("slurmrl.cli.slurm:slurm", "Read the live Slurm queue, nodes and GPU topology."),
