@@ -21,6 +21,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
+from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, check_limit_model, limit_source, seed_time_limits
 from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -42,6 +43,9 @@ class Workload:
     # GPU type the trace's durations were measured on, when the scenario knows
     # it; an explicit --reference-gpu wins.
     reference_gpu: str = ""
+    # Where the jobs' time limits come from: a model of slurmrl.sim.limit_models,
+    # or "trace" when the trace gave every job its own.
+    time_limits: str = DEFAULT_LIMIT_MODEL
 
 
 @dataclass(frozen=True)
@@ -137,12 +141,15 @@ def prepare(
     max_gpus: int | None = None,
     limit: int | None = None,
     time_limits: bool = True,
+    limit_model: str = DEFAULT_LIMIT_MODEL,
 ) -> Workload:
     """Load, select, scale and check a workload.
 
     A scenario keeps its trace's timeline: arrivals are compressed only when
     the caller asks, by ``arrival_scale`` (inter-arrival times divided by it)
     or by ``target_load`` (the scale that makes the offered load equal it).
+    Jobs without a time limit get one from ``limit_model`` (see
+    :mod:`slurmrl.sim.limit_models`) unless ``time_limits`` is False.
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
@@ -152,6 +159,7 @@ def prepare(
         raise ConfigError("give --arrival-scale or --target-load, not both")
     if arrival_scale is not None and not arrival_scale > 0:
         raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
+    check_limit_model(limit_model)
     label = trace or DEFAULT_TRACE
     if scenario is not None:
         if trace is not None or cluster is not None:
@@ -176,13 +184,12 @@ def prepare(
         factor = arrival_scale_for(chosen, the_cluster, target_load)
     if factor != 1.0:
         chosen = select(chosen, load=factor)
+    source = limit_source(chosen, limit_model)
     if time_limits:
-        from slurmrl.sim.time_limits import with_time_limits
-
-        chosen = with_time_limits(chosen, seed)
+        chosen = seed_time_limits(chosen, seed, limit_model)
     load = offered_load(chosen, the_cluster)
     reference = sc.reference_gpu if scenario is not None else ""
-    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference)
+    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference, source)
 
 
 def run_policy(
@@ -240,9 +247,10 @@ def save_run(out: str | Path, result: RunOutput) -> None:
 
 
 def workload_meta(workload: Workload) -> dict[str, object]:
-    """How the workload's timeline was set: scale, the target it met (if any), the load it gives."""
+    """How the workload's timeline was set (scale, the target it met if any, the load it gives) and where its limits come from."""
     meta: dict[str, object] = {"arrival_scale": round(workload.arrival_scale, 6)}
     if workload.target_load is not None:
         meta["target_load"] = workload.target_load
     meta["offered_load"] = round(workload.offered_load, 6)
+    meta["time_limits"] = workload.time_limits
     return meta
