@@ -6,7 +6,8 @@ statistics and those of the model applied to the same run times: Spearman of
 request vs run time, median and p10/p90 of request / run time, the share of
 jobs that ran past their request, at the log's largest request (the model's: 7 days), and on one of
 the model's round values. Then the same figures of both limit models on the
-embedded Philly week. Prints only; slurmrl/sim/user_limits.py quotes them.
+embedded Philly week, and the model's CPU time on a million jobs. Prints
+only; slurmrl/sim/user_limits.py quotes the figures.
 
     python benchmarks/limit_fit.py HPC2N.swf MetaCentrum.swf
 """
@@ -14,6 +15,7 @@ embedded Philly week. Prints only; slurmrl/sim/user_limits.py quotes them.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +69,11 @@ def main() -> None:
     for model in LIMIT_MODELS:
         limits = np.array([j.time_limit for j in seed_time_limits(week, args.seed, model).jobs])
         print(f"  {model}: {stats(run, limits, MAX_LIMIT)}")
+    durations = np.random.default_rng(args.seed).lognormal(np.log(1200.0), 2.0, 1_000_000)
+    ids = np.array([f"job-{i}" for i in range(len(durations))], dtype=object)
+    cpu = time.process_time()
+    user_time_limits(durations, ids, args.seed)
+    print(f"user model on 1,000,000 jobs: {time.process_time() - cpu:.2f} CPU s")
 
 
 if __name__ == "__main__":

@@ -68,8 +68,8 @@ Jobs longer than :data:`MAX_LIMIT` (except the ``under`` ones) get their
 duration rounded up to a whole day, as if granted an exception, so a trace's
 long jobs are not killed at a limit they never had. Every draw is a pure
 function of (seed, job id), so adding or dropping other jobs never changes a
-job's limit, and the model is numpy array arithmetic (0.6 CPU-seconds for a
-million jobs).
+job's limit, and the model is numpy array arithmetic (about 1 CPU-second for a
+million jobs on a loaded machine; ``benchmarks/limit_fit.py``).
 """
 
 from __future__ import annotations
