@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from slurmrl.errors import ConfigError
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.limit_models import FROM_TRACE, limit_source, limit_spearman, seed_time_limits
 from slurmrl.sim.time_limits import with_time_limits
-from slurmrl.traces.schema import Trace, TraceJob
+from slurmrl.traces import load_trace
+from slurmrl.traces.schema import Trace
 
 
 def _trace(n: int = 300) -> Trace:
+    """The first ``n`` jobs of the embedded Philly week, every 50th with a limit of its own."""
+    week = load_trace("embedded:philly-sample")
     jobs = tuple(
-        TraceJob(
-            f"j{i}",
-            float(i),
-            duration=30.0 * (1.7 ** (i % 23)),
-            num_gpus=1,
-            time_limit=1234.0 if i % 50 == 0 else None,
-        )
-        for i in range(n)
+        replace(job, time_limit=1234.0) if i % 50 == 0 else job for i, job in enumerate(week.jobs[:n])
     )
-    return Trace(jobs, "embedded:test", "test")
+    return replace(week, jobs=jobs)
 
 
 @pytest.mark.parametrize("model", ["user", "lognormal"])
