@@ -113,6 +113,33 @@ def every_node(**overrides: list[int]) -> dict[str, list[int]]:
     return {name: overrides.get(name, counts) for name, counts in layout.items()}
 
 
+def gpu_indices(jid: str) -> set[int]:
+    """The GPU indices a running job holds (``GRES=gpu:v100:2(IDX:0-1)`` of ``scontrol -d show job``)."""
+    found: set[int] = set()
+    for ranges in re.findall(
+        r"GRES=gpu[^(\s]*\(IDX:([\d,-]+)\)", slurm("scontrol", "-d", "show", "job", jid).stdout
+    ):
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            found.update(range(int(low), int(high or low) + 1))
+    return found
+
+
+def fill_leaving(free: dict[str, set[int]], account: str) -> list[str]:
+    """Running fillers (under ``account``) holding every GPU except ``free[node]`` on the named nodes.
+
+    Slurm, not the job, picks a job's GPU indices, and releases differ: 22.05 hands
+    out 0, 1, 2, ... in order; 24.11 spreads a job over the NVLink islands (a
+    4-GPU job on an empty node gets 0-1,4-5). So each named node gets one
+    single-GPU filler per GPU, and those that hold a GPU meant to be free end.
+    """
+    layout = every_node(**{node: [1] * node_gpus()[node] for node in free})
+    fill = fill_nodes(layout, account)
+    ending = [j for j in fill if (node := show(j).get("NodeList")) in free and gpu_indices(j) & free[node]]
+    cancel(ending)
+    return [j for j in fill if j not in ending]
+
+
 # States of a job that has ended ("": slurmctld no longer knows the id). FAILED is one: after
 # slurmctld loses its state it hands out the same ids again, and a slurmd refuses the credential
 # of an id it saw revoked, so an id a test holds can name a new job that failed at once.

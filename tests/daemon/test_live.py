@@ -70,9 +70,7 @@ def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
 def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:
     # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad);
     # every other node is full.
-    fill = fill_nodes(every_node(node01=[2, 4, 2], node02=[4]))
-    middle = fill[1]
-    cancel([middle])
+    fill = live_slurm.fill_leaving({"node01": {2, 3, 4, 5}, "node02": {4, 5, 6, 7}}, account=FILL)
     job = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")
     cfg = make_config(tmp_path, policy="fifo-backfill")
     backend = Released(make_backend(cfg), {job})
@@ -306,6 +304,8 @@ def request(jid: str) -> dict[str, str]:
     assert out.returncode == 0, out.stderr
     line = out.stdout
     fields = dict(re.findall(r"(?:^| )(TresPerNode|NumNodes|NumCPUs|ReqNodeList)=(\S*)", line))
+    # 22.05 spells the GPU request gres:gpu:8; 23.02 and later gres/gpu:8.
+    fields["TresPerNode"] = fields.get("TresPerNode", "").replace("gres/", "gres:", 1)
     fields["AdminComment"] = (
         line.split(" AdminComment=", 1)[1].split(" ", 1)[0] if " AdminComment=" in line else ""
     )
