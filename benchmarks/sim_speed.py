@@ -27,9 +27,10 @@ import time
 from dataclasses import dataclass
 
 from slurmrl.policy.registry import make_policy
-from slurmrl.scenarios.catalog import PHILLY, shared_traces_dir
+from slurmrl.scenarios.catalog import PHILLY
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.simulator import SimConfig, Simulator
+from slurmrl.traces.store import locate
 
 CLUSTER = "8x8x8:v100"
 
@@ -61,9 +62,7 @@ class Timing:
 
 def replay(policy: str, speed_model: str, target_load: float | None, limit: int | None = None) -> Timing:
     """One replay on a freshly prepared workload; times the replay only."""
-    workload = prepare(
-        trace=str(shared_traces_dir() / PHILLY), cluster=CLUSTER, target_load=target_load, limit=limit
-    )
+    workload = prepare(trace=str(locate(PHILLY)), cluster=CLUSTER, target_load=target_load, limit=limit)
     name, _, place = policy.partition("+")
     sim = Simulator(
         workload.trace, workload.cluster, config=SimConfig(seed=workload.seed, speed_model=speed_model)

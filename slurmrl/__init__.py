@@ -6,7 +6,7 @@ hardware, ``perf`` turns placements into speeds, ``sim`` replays traces,
 ``daemon`` connect that interface to a live controller, ``rl`` trains policies
 and ``report`` renders results.
 
-From Python, ``slurmrl.simulate``, ``slurmrl.compare`` and
+From Python, ``slurmrl.simulate``, ``slurmrl.compare``, ``slurmrl.sweep`` and
 ``slurmrl.load_results`` (see :mod:`slurmrl.api`) and ``slurmrl.traces.load``
 give results and traces as pandas DataFrames. They load on first use, so
 ``import slurmrl`` (which the daemon and every command do) stays cheap.
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from slurmrl._version import __version__
 
-_API = ("simulate", "compare", "load_results", "SimulationResult", "Comparison")
+_API = ("simulate", "compare", "sweep", "load_results", "SimulationResult", "Comparison")
 _SUBPACKAGES = ("traces", "cluster", "perf", "sim", "policy", "slurm", "daemon", "rl", "report", "scenarios")
 
 __all__ = ["__version__", *_API]

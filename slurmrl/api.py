@@ -13,10 +13,8 @@ jobs as a pandas DataFrame; pandas and the simulator load on first use.
 
 from __future__ import annotations
 
-import difflib
-import inspect
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -165,6 +163,68 @@ def compare(
     return Comparison(results)
 
 
+def sweep(
+    policies: str | Sequence[str] | None = None,
+    traces: str | Sequence[str] | None = None,
+    clusters: str | Sequence[str] | None = None,
+    *,
+    out: str | Path,
+    scenarios: str | Sequence[str] | None = None,
+    placements: str | Sequence[str] | None = None,
+    seeds: int | Sequence[int] | None = None,
+    seed: int | None = None,
+    config: str | Path | None = None,
+    executor: str = "local",
+    jobs: int | None = None,
+    partition: str | None = None,
+    time: str = "60",
+    account: str | None = None,
+    array_parallelism: int = 256,
+    **options: object,
+) -> pd.DataFrame:
+    """Run a grid as ``slurmrl sweep`` does; one row per finished cell (``DIR/results.csv`` as a DataFrame).
+
+    Workloads are ``scenarios`` and ``traces`` crossed with ``clusters``;
+    each is crossed with ``policies`` (``"fifo"``, ``"tiresias+topology"``;
+    default: every heuristic), ``placements``, ``seeds`` (a count from
+    ``seed``, or a list) and ``options``: a list is an axis, a single value
+    applies to every cell (``target_load=[0.8, 1.0], limit=400``). ``config``
+    is a sweep file; arguments given here win over it. Cells finished in
+    ``out`` by an earlier run are not run again. ``executor="slurm"`` runs
+    the cells as one job array (``partition``, ``time``, ``account``,
+    ``array_parallelism``); ``jobs`` sizes the local pool. A failed cell is
+    an error once every other cell has ended.
+    """
+    import click
+    import pandas as pd
+
+    from slurmrl.cli.options import build_executor
+    from slurmrl.cli.sweep import converted, grid_from
+    from slurmrl.cli.sweep import sweep as command
+    from slurmrl.grid.spec import read_sweep_file
+    from slurmrl.grid.sweep import run_sweep
+
+    ctx = click.Context(command)
+    table = converted(ctx, read_sweep_file(Path(config))) if config is not None else {}
+    given = {"policies": policies, "traces": traces, "clusters": clusters, "scenarios": scenarios}
+    given |= {"placements": placements, "seeds": seeds, "seed": seed}
+    table.update({k: list(v) if isinstance(v, tuple) else v for k, v in given.items() if v is not None})
+    table.update(converted(ctx, options))
+    grid = grid_from(table)
+    root = Path(out).resolve()
+    settings = {"executor": executor, "jobs": jobs, "partition": partition, "time_limit": time}
+    settings |= {"account": account, "array_parallelism": array_parallelism}
+    result = run_sweep(grid, build_executor(settings, root / "slurm"), root)
+    if result.failed:
+        shown = "; ".join(f"{cell.id}: {why}" for cell, why in result.failed[:3])
+        raise SlurmrlError(
+            f"{len(result.failed)} of {result.total} cells failed ({shown})",
+            file=str(root),
+            hint="the finished cells are in results.csv; run again to retry the failed ones",
+        )
+    return pd.DataFrame(list(result.rows))
+
+
 def load_results(directory: str | Path) -> SimulationResult | Comparison:
     """Read a run folder (``simulate --out``) or a comparison folder (``compare --out``, ``Comparison.save``)."""
     from slurmrl.sim.results import SUMMARY_FILE, read_results
@@ -187,42 +247,22 @@ def load_results(directory: str | Path) -> SimulationResult | Comparison:
 # ---------------------------------------------------------------------------
 
 
-def _keywords(function: object) -> set[str]:
-    return {
-        name
-        for name, p in inspect.signature(function).parameters.items()  # type: ignore[arg-type]
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    }
-
-
 def _prepare(
     trace: str | Path | None, cluster: str | Path | None, options: Mapping[str, object], caller: str
 ) -> tuple[Workload, SimSettings]:
     """Split ``options`` between the workload and the simulator settings; reject the rest."""
-    from slurmrl.sim.experiment import SimSettings, prepare
-    from slurmrl.sim.locality import parse_locality
+    from slurmrl.grid.cells import split_options
+    from slurmrl.sim.experiment import prepare
 
-    workload_keys = _keywords(prepare) - {"trace", "cluster"}
-    setting_keys = {f.name for f in fields(SimSettings)}
-    for key in options:
-        if key not in workload_keys | setting_keys:
-            close = difflib.get_close_matches(key, sorted(workload_keys | setting_keys), n=3, cutoff=0.6)
-            raise ConfigError(
-                f"{caller}() got an unknown option '{key}'; known: {', '.join(sorted(workload_keys | setting_keys))}",
-                hint=f"did you mean {', '.join(repr(c) for c in close)}?" if close else None,
-            )
-    chosen = {k: v for k, v in options.items() if k in setting_keys}
-    if isinstance(chosen.get("locality"), str):
-        chosen["locality"] = parse_locality(chosen["locality"])  # type: ignore[arg-type]
-    given = {k: v for k, v in options.items() if k in workload_keys}
-    if isinstance(given.get("vcs"), (list, str)):
-        given["vcs"] = (given["vcs"],) if isinstance(given["vcs"], str) else tuple(given["vcs"])  # type: ignore[arg-type]
+    own = {k: v for k, v in options.items() if k in ("scenario", "seed")}
+    given, settings = split_options({k: v for k, v in options.items() if k not in own}, caller, also=own)
     workload = prepare(
         trace=str(trace) if trace is not None else None,
         cluster=str(cluster) if cluster is not None else None,
-        **given,  # type: ignore[arg-type]
+        **own,  # type: ignore[arg-type]
+        **given,
     )
-    return workload, SimSettings(**chosen)  # type: ignore[arg-type]
+    return workload, settings
 
 
 def _policy_pairs(policies: str | Sequence[str] | None) -> list[tuple[str, str | None]]:

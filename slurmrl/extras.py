@@ -17,6 +17,7 @@ from slurmrl.errors import SlurmrlError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "gymnasium"),
     "report": ("matplotlib", "jinja2", "markdown", "nh3"),
+    "submitit": ("submitit",),
 }
 
 

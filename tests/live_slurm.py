@@ -7,6 +7,7 @@ and writes keep going to the real binaries.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -112,6 +113,33 @@ def every_node(**overrides: list[int]) -> dict[str, list[int]]:
     unknown = set(overrides) - set(layout)
     assert not unknown, f"no GPU node named {sorted(unknown)} in the running cluster"
     return {name: overrides.get(name, counts) for name, counts in layout.items()}
+
+
+def gpu_indices(jid: str) -> set[int]:
+    """The GPU indices a running job holds (``GRES=gpu:v100:2(IDX:0-1)`` of ``scontrol -d show job``)."""
+    found: set[int] = set()
+    for ranges in re.findall(
+        r"GRES=gpu[^(\s]*\(IDX:([\d,-]+)\)", slurm("scontrol", "-d", "show", "job", jid).stdout
+    ):
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            found.update(range(int(low), int(high or low) + 1))
+    return found
+
+
+def fill_leaving(free: dict[str, set[int]], account: str) -> list[str]:
+    """Running fillers (under ``account``) holding every GPU except ``free[node]`` on the named nodes.
+
+    Slurm, not the job, picks a job's GPU indices, and releases differ: 22.05 hands
+    out 0, 1, 2, ... in order; 24.11 spreads a job over the NVLink islands (a
+    4-GPU job on an empty node gets 0-1,4-5). So each named node gets one
+    single-GPU filler per GPU, and those that hold a GPU meant to be free end.
+    """
+    layout = every_node(**{node: [1] * node_gpus()[node] for node in free})
+    fill = fill_nodes(layout, account)
+    ending = [j for j in fill if (node := show(j).get("NodeList")) in free and gpu_indices(j) & free[node]]
+    cancel(ending)
+    return [j for j in fill if j not in ending]
 
 
 # States of a job that has ended ("": slurmctld no longer knows the id). FAILED is one: after
@@ -248,3 +276,26 @@ class StartOnFree:
 
     def bind_oracle(self, durations) -> None:  # pragma: no cover - a deployable policy
         pass
+
+
+def write_toml(path: Path, cfg: DaemonConfig) -> None:
+    """The daemon config file ``slurmrl daemon --config`` reads, for the live tests' ``cfg``."""
+    path.write_text(
+        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
+        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
+        "backoff_initial = 1\nbackoff_max = 2\n"
+        f'[scope]\npartitions = ["gpu"]\naccounts = {json.dumps(list(cfg.scope.accounts))}\n'
+        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
+    )
+
+
+def array_states(array: str, timeout: float = 60) -> dict[str, str]:
+    """``sacct``'s state of every task of a job array, once none is pending, running or completing."""
+    busy = {"PENDING", "RUNNING", "COMPLETING", "REQUEUED", "CONFIGURING", "SUSPENDED"}
+
+    def read() -> dict[str, str] | None:
+        shown = slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "JobID,State").stdout
+        states = dict(line.split("|", 1) for line in shown.splitlines() if line.strip())
+        return states if states and not busy & {s.split()[0] for s in states.values()} else None
+
+    return wait_for(read, timeout, f"every task of array {array} to end")

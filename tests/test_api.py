@@ -146,3 +146,22 @@ def test_traces_load_gives_a_frame(tmp_path: Path) -> None:
     frame = slurmrl.traces.load(path)
     assert frame["job_id"].tolist() == ["b", "a"] and frame["num_gpus"].tolist() == [1, 2]
     assert frame["num_nodes"].tolist()[0] == 1.0 and math.isnan(frame["num_nodes"].tolist()[1])
+
+
+def test_sweep_returns_the_table_and_resumes(tmp_path: Path) -> None:
+    frame = slurmrl.sweep(
+        "fifo,sjf-oracle", "embedded:philly-sample", "2x4x8:v100", out=tmp_path, seeds=2, limit=60,
+        target_load=[0.8, 1.2], jobs=1,
+    )  # fmt: skip
+    assert len(frame) == 2 * 2 * 2
+    assert set(frame["target_load"]) == {0.8, 1.2} and set(frame["seed"]) == {0, 1}
+    assert frame["avg_jct"].gt(0).all() and frame["fingerprint"].str.len().eq(16).all()
+    on_disk = pd.read_csv(tmp_path / "results.csv")
+    assert list(on_disk["id"]) == list(frame["id"])
+    again = slurmrl.sweep(
+        ["fifo", "sjf-oracle"], ["embedded:philly-sample"], ["2x4x8:v100"], out=tmp_path, seeds=2,
+        limit=60, target_load=[0.8, 1.2],
+    )  # fmt: skip
+    assert again.equals(frame)
+    with pytest.raises(ConfigError, match="unknown option 'limt'"):
+        slurmrl.sweep("fifo", out=tmp_path, limt=5)

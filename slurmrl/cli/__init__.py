@@ -11,13 +11,17 @@ import sys
 
 import click
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 
 # name -> "module:attribute" of the click command
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("slurmrl.cli.simulate:simulate", "Replay a trace on a cluster under one policy."),
     "compare": ("slurmrl.cli.simulate:compare", "Replay a trace under several policies and tabulate them."),
+    "sweep": (
+        "slurmrl.cli.sweep:sweep",
+        "Run a grid of workloads x policies x seeds x options locally or as Slurm job arrays.",
+    ),
     "policies": ("slurmrl.cli.policies:policies", "List registered policies and placements."),
     "scenarios": ("slurmrl.cli.scenarios:scenarios", "List the named benchmark scenarios."),
     "slurm": ("slurmrl.cli.slurm:slurm", "Read the live Slurm queue, nodes and GPU topology."),
@@ -32,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adapt": ("slurmrl.cli.adapt:adapt", "Adapt a meta-learned placement policy to a shifted workload."),
     "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
     "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
+    "traces": ("slurmrl.cli.traces:traces", "List the public traces and fetch them, verified."),
 }
 
 

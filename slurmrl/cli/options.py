@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,7 +14,13 @@ from slurmrl.errors import SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
+from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, LIMIT_MODELS
 from slurmrl.sim.locality import Locality, parse_locality
+from slurmrl.traces.load import FORMATS
+
+if TYPE_CHECKING:
+    from slurmrl.executors import Executor
+    from slurmrl.grid.cells import Cell
 
 
 def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -53,9 +61,10 @@ def workload_options(f: Callable) -> Callable:
         click.option(
             "--format",
             "trace_format",
+            type=click.Choice(("auto", *FORMATS)),
             default="auto",
             show_default=True,
-            help="Trace format when the file name does not tell.",
+            help="Trace format, when the file name and first line do not tell.",
         ),
         click.option(
             "--cluster",
@@ -98,6 +107,16 @@ def workload_options(f: Callable) -> Callable:
             default=0,
             show_default=True,
             help="Seed for model assignment and time-limit estimates.",
+        ),
+        click.option(
+            "--limits",
+            "limit_model",
+            type=click.Choice(LIMIT_MODELS),
+            default=DEFAULT_LIMIT_MODEL,
+            show_default=True,
+            help="Time limits for jobs the trace gives none: user (as users write them: round "
+            "values, a share at the 7-day maximum, large over- and some under-estimates) or "
+            "lognormal (duration x a log-normal factor, a far better hint than users give).",
         ),
         click.option(
             "--skip-bad",
@@ -184,9 +203,6 @@ def build_settings(opts: dict) -> SimSettings:
 
 def build_workload(opts: dict, seed: int | None = None) -> Workload:
     """The workload of the parsed options; ``seed`` overrides ``--seed`` (one of several seeds)."""
-    if opts.get("trace_format", "auto") != "auto" and opts.get("trace"):
-        # The loader detects formats by name; an explicit format is passed through the path prefix.
-        opts = dict(opts, trace=f"{opts['trace_format']}:{opts['trace']}")
     workload = prepare(
         trace=opts.get("trace"),
         cluster=opts.get("cluster"),
@@ -200,13 +216,63 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         vcs=tuple(opts.get("vcs") or ()),
         max_gpus=opts.get("max_gpus"),
         limit=opts.get("limit"),
+        trace_format=opts.get("trace_format", "auto"),
+        limit_model=opts.get("limit_model", DEFAULT_LIMIT_MODEL),
     )
+    report_skipped(workload)
+    return workload
+
+
+def report_skipped(workload: Workload) -> None:
+    """One line on stderr when --skip-bad dropped rows of the trace."""
     if workload.trace.skipped:
         reasons = "; ".join(workload.trace.skip_reasons[:3])
         click.echo(
             f"skipped {workload.trace.skipped} bad rows of {workload.trace.source}: {reasons}", err=True
         )
-    return workload
+
+
+# The workload options a cell carries among its options (prepare()'s keywords the CLI offers).
+CELL_WORKLOAD_OPTIONS = (
+    "arrival_scale",
+    "target_load",
+    "skip_bad",
+    "start",
+    "end",
+    "vcs",
+    "max_gpus",
+    "limit",
+    "trace_format",
+)
+
+
+def cell_of(opts: dict, settings: SimSettings, policy: str, placement: str | None, seed: int) -> Cell:
+    """The cell that replays the parsed options' workload under one policy and seed."""
+    from slurmrl.grid.cells import Cell, normal_options
+
+    options = {k: opts.get(k) for k in CELL_WORKLOAD_OPTIONS} | settings.as_meta()
+    return Cell(
+        policy=policy,
+        placement=placement,
+        seed=seed,
+        trace=opts.get("trace"),
+        cluster=opts.get("cluster"),
+        scenario=opts.get("scenario"),
+        options=normal_options(options),
+    )
+
+
+def run_tasks(executor: Executor, task: Callable, items: Sequence, label: str, show_progress: bool) -> list:
+    """Every item's result in item order, with a bar of finished items; the first failure stops the rest."""
+    results: list = [None] * len(items)
+    with progress_bar(len(items), label, show_progress and len(items) > 1, unit="run") as bar:
+        for outcome in executor.run(task, items):
+            if not outcome.ok:
+                raise SlurmrlError(f"{label} {outcome.index + 1} of {len(items)} failed: {outcome.error}")
+            results[outcome.index] = outcome.value
+            if bar is not None:
+                bar(1)
+    return results
 
 
 def seed_list(opts: dict) -> list[int]:
@@ -219,6 +285,8 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
     """The line printed above results: what ran, at what load, and anything non-default."""
     scale = "" if workload.arrival_scale == 1.0 else f", arrivals x{workload.arrival_scale:.3g}"
     flags = f"; speed model {settings.speed_model}, locality {settings.locality}"
+    if workload.time_limits != DEFAULT_LIMIT_MODEL:
+        flags += f", time limits {workload.time_limits}"
     if settings.enforce_limits:
         flags += ", time limits enforced"
     if settings.elastic.on:
@@ -232,12 +300,85 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
 
 
 @contextmanager
-def progress_bar(total: int, label: str, enabled: bool = True) -> Iterator[Callable[[int], None] | None]:
+def progress_bar(
+    total: int, label: str, enabled: bool = True, unit: str = "job"
+) -> Iterator[Callable[[int], None] | None]:
     """A tqdm bar on stderr that shows up only for runs longer than a couple of seconds."""
     if not enabled:
         yield None
         return
     from tqdm import tqdm
 
-    with tqdm(total=total, desc=label, unit="job", delay=2.0, file=sys.stderr, leave=False) as bar:
+    with tqdm(total=total, desc=label, unit=unit, delay=2.0, file=sys.stderr, leave=False) as bar:
         yield bar.update
+
+
+def jobs_option(f: Callable) -> Callable:
+    """--jobs: worker processes of the local executor."""
+    return click.option(
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes [default: every core this process may use; 1 runs here, in order].",
+    )(f)
+
+
+def executor_options(f: Callable) -> Callable:
+    """--executor local|slurm with --jobs and the job-array settings (see slurmrl.executors)."""
+    decorators = [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "slurm"]),
+            default="local",
+            show_default=True,
+            help="local: a process pool on this machine; slurm: one job array on the cluster of SLURM_CONF.",
+        ),
+        jobs_option,
+        click.option("--partition", default=None, help="Slurm partition of the array [default: Slurm's]."),
+        click.option(
+            "--time",
+            "time_limit",
+            default="60",
+            show_default=True,
+            help="Time limit of each array task (MINUTES, H:MM:SS or D-HH:MM).",
+        ),
+        click.option("--account", default=None, help="Slurm account charged for the array."),
+        click.option(
+            "--array-parallelism",
+            type=click.IntRange(min=1),
+            default=256,
+            show_default=True,
+            help="Array tasks that may run at once.",
+        ),
+        click.option(
+            "--mem-gb",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            help="Memory per array task.",
+        ),
+        click.option(
+            "--dry-run", is_flag=True, help="Show what would run (and the sbatch script) without running it."
+        ),
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+def build_executor(opts: dict, logs: Path) -> Executor:
+    """The executor of the parsed options (they are removed from ``opts``); array logs go under ``logs``."""
+    from slurmrl.executors import make_executor
+    from slurmrl.executors.slurm import SlurmOptions, parse_time
+
+    name = opts.pop("executor", "local")
+    slurm = SlurmOptions(
+        folder=logs,
+        partition=opts.pop("partition", None),
+        time_min=parse_time(str(opts.pop("time_limit", "60"))),
+        account=opts.pop("account", None),
+        array_parallelism=opts.pop("array_parallelism", 256),
+        mem_gb=opts.pop("mem_gb", None),
+    )
+    return make_executor(
+        name, jobs=opts.pop("jobs", None), slurm=slurm, announce=lambda line: click.echo(line, err=True)
+    )

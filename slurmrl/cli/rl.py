@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
 from slurmrl.cli.options import (
+    build_executor,
     build_settings,
     build_workload,
+    executor_options,
     progress_bar,
+    run_tasks,
     seed_list,
     sim_options,
     workload_options,
@@ -154,6 +157,38 @@ TRAINERS: dict[str, Callable[[TrainRequest], None]] = {
 }
 
 
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed of ``train --seeds``: the trainer and its request, as a pool worker or an array task gets it."""
+
+    policy: str
+    request: TrainRequest
+
+
+def train_seed(run: SeedRun) -> str:
+    """Train one seed into its folder (any process: every trainer seeds itself and uses one torch thread)."""
+    TRAINERS[run.policy](run.request)
+    return str(run.request.out)
+
+
+def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, object]) -> None:
+    """Seeds SEED..SEED+N-1 into OUT/seed-S, on a local pool or as one Slurm job array."""
+    executor = build_executor(opts, req.out / "slurm")
+    runs = [
+        SeedRun(policy, replace(req, seed=seed, out=req.out / f"seed-{seed}", progress=False))
+        for seed in range(req.seed, req.seed + count)
+    ]
+    click.echo(f"training {count} seeds: {executor.describe(count)}", err=True)
+    if opts.pop("dry_run", False):
+        for run in runs:
+            click.echo(f"  seed {run.request.seed} -> {run.request.out}")
+        if executor.name == "slurm":
+            click.echo(executor.script(count))  # type: ignore[attr-defined]
+        return
+    folders = run_tasks(executor, train_seed, runs, "seeds", req.progress)
+    click.echo(f"trained {count} seeds: {', '.join(folders)}")
+
+
 @click.command()
 @click.option("--policy", default="topdrl", show_default=True, help="Which agent to train.")
 @click.option(
@@ -195,9 +230,21 @@ TRAINERS: dict[str, Callable[[TrainRequest], None]] = {
     help="Run folder: checkpoints, log.csv, run.json.",
 )
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Train seeds SEED..SEED+N-1, each into OUT/seed-S, in parallel (--executor).",
+)
+@executor_options
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def train(policy: str, scenarios: str, no_progress: bool, **opts: object) -> None:
-    """Train an RL policy; the run folder is a loadable checkpoint."""
+def train(policy: str, scenarios: str, seeds: int, no_progress: bool, **opts: object) -> None:
+    """Train an RL policy; the run folder is a loadable checkpoint.
+
+    With --seeds N every seed is one task: on a local process pool (--jobs,
+    every core by default) or one Slurm job array (--executor slurm).
+    """
     from slurmrl.extras import require_extra
 
     require_extra("train")
@@ -215,7 +262,15 @@ def train(policy: str, scenarios: str, no_progress: bool, **opts: object) -> Non
             )
     if int(opts["workers"]) < 1:  # type: ignore[call-overload]
         raise ConfigError(f"--workers must be at least 1, got {opts['workers']}")
-    TRAINERS[policy](TrainRequest(scenarios=names, progress=not no_progress, **opts))  # type: ignore[arg-type]
+    run_opts = {k: opts.pop(k) for k in list(opts) if k not in _REQUEST_FIELDS}
+    req = TrainRequest(scenarios=names, progress=not no_progress, **opts)  # type: ignore[arg-type]
+    if seeds == 1 and run_opts["executor"] == "local" and not run_opts["dry_run"]:
+        TRAINERS[policy](req)
+    else:
+        _train_seeds(policy, req, seeds, run_opts)
+
+
+_REQUEST_FIELDS = set(TrainRequest.__dataclass_fields__)
 
 
 @click.command()

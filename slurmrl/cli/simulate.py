@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from slurmrl.cli.options import (
     build_settings,
     build_workload,
+    cell_of,
+    jobs_option,
     progress_bar,
+    report_skipped,
+    run_tasks,
     seed_list,
     sim_options,
     workload_header,
@@ -22,6 +27,9 @@ from slurmrl.errors import SlurmrlError
 from slurmrl.policy.base import Policy
 from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy, save_run
 from slurmrl.sim.seeds import SeedStat
+
+if TYPE_CHECKING:
+    from slurmrl.grid.cells import Replay
 
 TABLE_COLUMNS = [
     "policy",
@@ -43,15 +51,47 @@ TABLE_COLUMNS = [
 def _run(
     workload: Workload, policy: str, placement: str | None, settings: SimSettings, show_progress: bool
 ) -> RunOutput:
-    label = f"{policy}" + (f"+{placement}" if placement else "")
-    target: str | Policy = policy
-    if Path(policy).is_dir():  # a trained checkpoint folder (e.g. `slurmrl train --out DIR`)
-        from slurmrl.policy.registry import make_placement
-        from slurmrl.rl.checkpoints import policy_from_dir
+    from slurmrl.grid.cells import policy_target
 
-        target = policy_from_dir(policy, make_placement(placement) if placement else None)
+    label = f"{policy}" + (f"+{placement}" if placement else "")
+    target: str | Policy = policy_target(policy, placement)  # a name, or a `slurmrl train --out` folder
     with progress_bar(len(workload.trace.jobs), label, show_progress) as bar:
         return run_policy(workload, target, placement=placement, settings=settings, progress=bar)
+
+
+def _replays(
+    opts: dict,
+    settings: SimSettings,
+    pairs: Sequence[tuple[str, str | None]],
+    seeds: Sequence[int],
+    folder: Callable[[int], Path | None],
+    runs: bool,
+) -> tuple[list[Replay], dict[int, Workload]]:
+    """One replay per seed and policy (seed-major), and each seed's workload for the headers.
+
+    The workloads come from the same cache the replays use, so a run on one
+    process loads each trace once.
+    """
+    from slurmrl.grid.cells import Replay, cell_workload
+
+    tasks: list[Replay] = []
+    workloads: dict[int, Workload] = {}
+    for seed in seeds:
+        for name, place in pairs:
+            cell = cell_of(opts, settings, name, place, seed)
+            where = folder(seed)
+            tasks.append(Replay(cell, None if where is None else str(where), runs))
+        workloads[seed] = cell_workload(tasks[-1].cell)
+        report_skipped(workloads[seed])
+    return tasks, workloads
+
+
+def _run_replays(tasks: Sequence[Replay], jobs: int | None, show_progress: bool) -> list[dict[str, object]]:
+    """Every replay's row in task order, on ``jobs`` processes (default: every core)."""
+    from slurmrl.executors.local import LocalExecutor
+    from slurmrl.grid.cells import replay
+
+    return run_tasks(LocalExecutor(jobs), replay, tasks, "runs", show_progress)
 
 
 def _strict(value: object) -> object:
@@ -76,11 +116,21 @@ def _seed_dir(out: Path, seed: int) -> Path:
     default=None,
     help="Write summary.json, jobs.csv and timeline.csv here (one folder per seed with --seeds).",
 )
+@jobs_option
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def simulate(
-    policy: str, placement: str | None, as_json: bool, out: Path | None, no_progress: bool, **opts
+    policy: str,
+    placement: str | None,
+    as_json: bool,
+    out: Path | None,
+    jobs: int | None,
+    no_progress: bool,
+    **opts,
 ) -> None:
-    """Replay a trace on a cluster under one policy and print its metrics."""
+    """Replay a trace on a cluster under one policy and print its metrics.
+
+    With --seeds N the seeds run in parallel, one process per core (--jobs).
+    """
     settings = build_settings(opts)
     seeds = seed_list(opts)
     if len(seeds) == 1:
@@ -90,13 +140,16 @@ def simulate(
             save_run(out, result)
         print_run(workload, result, as_json, settings)
     else:
-        results = []
-        for seed in seeds:
-            workload = build_workload(opts, seed=seed)
-            results.append(_run(workload, policy, placement, settings, not no_progress))
-            if out is not None:
-                save_run(_seed_dir(out, seed), results[-1])
-        print_seeds(workload, [r.summary for r in results], results[0].meta, seeds, as_json, settings, out)
+        _check_policy(policy, placement)
+        tasks, workloads = _replays(
+            opts, settings, [(policy, placement)], seeds, lambda s: out and _seed_dir(out, s), False
+        )
+        rows = _run_replays(tasks, jobs, not no_progress)
+        first = rows[0]
+        summaries = [
+            {k: v for k, v in r.items() if k not in ("policy", "placement", "deployable")} for r in rows
+        ]
+        print_seeds(workloads[seeds[-1]], summaries, first, seeds, as_json, settings, out)
     if out is not None and not as_json:
         click.echo(f"results written to {out}")
 
@@ -147,9 +200,19 @@ def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
     return pairs
 
 
+def _check_policy(name: str, place: str | None) -> None:
+    """Fail on an unknown policy or placement before any run starts (a checkpoint folder is checked when it loads)."""
+    from slurmrl.policy.registry import placement_entry, policy_entry
+
+    if not Path(name).is_dir():
+        policy_entry(name)
+    if place:
+        placement_entry(place)
+
+
 def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[str, str | None]]:
     """The (policy, placement) runs asked for, checked before any minutes are spent on them."""
-    from slurmrl.policy.registry import placement_entry, policy_entry, policy_names
+    from slurmrl.policy.registry import policy_entry, policy_names
 
     if policies is None:
         pairs = [(n, None) for n in policy_names() if not policy_entry(n).learned]
@@ -159,34 +222,8 @@ def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[st
         places = [p.strip() for p in placements.split(",") if p.strip()]
         pairs = [(n, p) for n, fixed in pairs for p in ([fixed] if fixed else places)]
     for name, place in pairs:
-        if not Path(name).is_dir():  # a checkpoint folder is checked when it loads
-            policy_entry(name)
-        if place:
-            placement_entry(place)
+        _check_policy(name, place)
     return pairs
-
-
-def _compare_once(
-    workload: Workload,
-    pairs: list[tuple[str, str | None]],
-    settings: SimSettings,
-    runs_dir: Path | None,
-    show_progress: bool,
-) -> list[dict[str, object]]:
-    """One table row per (policy, placement) on one workload; result folders under ``runs_dir``."""
-    rows: list[dict[str, object]] = []
-    for name, place in pairs:
-        result = _run(workload, name, place, settings, show_progress)
-        row: dict[str, object] = {
-            "policy": name,
-            "placement": result.meta["placement"],
-            "deployable": result.meta["deployable"],
-        }
-        row.update(result.summary)
-        rows.append(row)
-        if runs_dir is not None:
-            save_run(runs_dir / "runs" / f"{name}+{result.meta['placement']}", result)
-    return rows
 
 
 def _write_comparison(
@@ -232,6 +269,7 @@ def _write_comparison(
     default=None,
     help="Also render the HTML report into this folder.",
 )
+@jobs_option
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
 def compare(
     policies: str | None,
@@ -239,10 +277,15 @@ def compare(
     as_json: bool,
     out: Path | None,
     report: Path | None,
+    jobs: int | None,
     no_progress: bool,
     **opts,
 ) -> None:
-    """Replay one workload under several policies and print a comparison table."""
+    """Replay one workload under several policies and print a comparison table.
+
+    Runs (every policy, every seed) go to one process per core (--jobs);
+    each gives the row a run on its own gives.
+    """
     from slurmrl.sim.results import format_table
 
     if report is not None:  # fail on a missing extra before spending minutes on the runs
@@ -253,18 +296,19 @@ def compare(
     pairs = _policy_pairs(policies, placements)
     seeds = seed_list(opts)
     base = out or report
-    per_seed: list[list[dict[str, object]]] = []
-    runs_dirs: list[Path] = []
-    for seed in seeds:
-        workload = build_workload(opts, seed=seed)
-        where = base if base is None or len(seeds) == 1 else _seed_dir(base, seed)
-        per_seed.append(_compare_once(workload, pairs, settings, where, not no_progress))
-        if where is not None:
-            runs_dirs.append(where / "runs")
-        if out is not None:
-            _write_comparison(
-                out if len(seeds) == 1 else _seed_dir(out, seed), per_seed[-1], workload, settings
-            )
+
+    def where(seed: int) -> Path | None:
+        return base if base is None or len(seeds) == 1 else _seed_dir(base, seed)
+
+    tasks, workloads = _replays(opts, settings, pairs, seeds, where, True)
+    rows = _run_replays(tasks, jobs, not no_progress)
+    per_seed = [rows[i * len(pairs) : (i + 1) * len(pairs)] for i in range(len(seeds))]
+    runs_dirs = [folder / "runs" for folder in map(where, seeds) if folder is not None]
+    workload = workloads[seeds[-1]]
+    if out is not None:
+        for seed, seed_rows in zip(seeds, per_seed, strict=True):
+            target = out if len(seeds) == 1 else _seed_dir(out, seed)
+            _write_comparison(target, seed_rows, workloads[seed], settings)
     if len(seeds) > 1:
         print_seed_table(workload, per_seed, seeds, as_json, settings, out)
     elif as_json:
@@ -276,11 +320,24 @@ def compare(
         click.echo(format_table(shown, TABLE_COLUMNS))
         if len(shown) != sum(1 for r in rows if r["deployable"]):
             click.echo("* reads true durations: a bound, not a deployable policy.")
+    if not as_json:
+        print_gaps(per_seed, settings)
     if report is not None:
         from slurmrl.report import render_report
 
         index = render_report(runs_dirs, report)
         click.echo(f"report written: open {index}")
+
+
+def print_gaps(per_seed: list[list[dict[str, object]]], settings: SimSettings) -> None:
+    """Gap closure of every learned policy in the run, when a heuristic and an oracle ran beside it."""
+    from slurmrl.report.gap import format_gaps, gap_closures, table_row
+
+    text = format_gaps(
+        gap_closures([[table_row(r) for r in rows] for rows in per_seed], elastic=settings.elastic.on)
+    )
+    if text:
+        click.echo(text)
 
 
 def print_seed_table(

@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 from slurmrl.errors import TraceError
-from slurmrl.traces import chronus, gavel, helios, normalized, openb, pai, philly, pollux, swf, tiresias
+from slurmrl.traces import acme, chronus, gavel, helios, normalized, openb, pai, philly, pollux, swf, tiresias
 from slurmrl.traces.rows import read_bytes
 from slurmrl.traces.schema import Trace
 
@@ -21,6 +21,7 @@ FORMATS: tuple[str, ...] = (
     "normalized",
     "philly",
     "helios",
+    "acme",
     "pai",
     "openb",
     "tiresias",
@@ -63,6 +64,7 @@ def load_trace(
         "normalized": normalized.load,
         "philly": philly.load,
         "helios": helios.load,
+        "acme": acme.load,
         "pai": pai.load,
         "openb": openb.load,
         "tiresias": tiresias.load,
@@ -116,6 +118,8 @@ def detect(path: Path, display: str) -> str:
         return "pollux"
     if {"job_id", "num_gpu", "submit_time", "duration"} <= columns:
         return "chronus" if "expect_time_list" in columns else "tiresias"
+    if acme.MARKERS <= columns:
+        return "acme"
     if {"job_id", "gpu_num", "submit_time"} <= columns:
         return "helios"
     if "job_name" in columns and "inst_id" in columns:

@@ -36,7 +36,7 @@ def test_help_of_light_commands_does_not_import_torch() -> None:
     code = (
         "import sys\n"
         "from slurmrl.cli import COMMANDS, main\n"
-        "for cmd in ('daemon', 'status', 'slurm', 'cluster', 'simulate', 'compare', 'policies', 'report'):\n"
+        "for cmd in ('daemon', 'status', 'slurm', 'cluster', 'simulate', 'compare', 'sweep', 'policies', 'report'):\n"
         "    if cmd not in COMMANDS:\n"
         "        continue\n"
         "    try:\n"

@@ -30,6 +30,7 @@ from live_slurm import (
     site,
     state,
     wait_for,
+    write_toml,
 )
 
 from slurmrl.daemon.config import DaemonConfig
@@ -61,27 +62,14 @@ def make_config(tmp: Path, **kw) -> DaemonConfig:
     return daemon_config(tmp, ACCOUNT, **kw)
 
 
-def write_toml(path: Path, cfg: DaemonConfig) -> None:
-    path.write_text(
-        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
-        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
-        "backoff_initial = 1\nbackoff_max = 2\n"
-        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
-        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
-    )
-
-
 def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
-    """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node."""
-    return live_slurm.fill_nodes(layout, FILL)
+    return live_slurm.fill_nodes(layout, account=FILL)
 
 
 def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:
     # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad);
     # every other node is full.
-    fill = fill_nodes(every_node(node01=[2, 4, 2], node02=[4]))
-    middle = fill[1]
-    cancel([middle])
+    fill = live_slurm.fill_leaving({"node01": {2, 3, 4, 5}, "node02": {4, 5, 6, 7}}, account=FILL)
     job = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")
     cfg = make_config(tmp_path, policy="fifo-backfill")
     backend = Released(make_backend(cfg), {job})
@@ -284,6 +272,8 @@ def request(jid: str) -> dict[str, str]:
     assert out.returncode == 0, out.stderr
     line = out.stdout
     fields = dict(re.findall(r"(?:^| )(TresPerNode|NumNodes|NumCPUs|ReqNodeList)=(\S*)", line))
+    # 22.05 spells the GPU request gres:gpu:8; 23.02 and later gres/gpu:8.
+    fields["TresPerNode"] = fields.get("TresPerNode", "").replace("gres/", "gres:", 1)
     fields["AdminComment"] = (
         line.split(" AdminComment=", 1)[1].split(" ", 1)[0] if " AdminComment=" in line else ""
     )

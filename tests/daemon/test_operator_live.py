@@ -28,12 +28,13 @@ from live_slurm import (
     SUBMITTED,
     Released,
     daemon_config,
-    every_node,
+    fill_leaving,
     show,
     site,
     slurm,
     state,
     wait_for,
+    write_toml,
 )
 
 from slurmrl.daemon.config import DaemonConfig
@@ -81,28 +82,12 @@ def config(tmp: Path) -> DaemonConfig:
     return daemon_config(tmp, ACCOUNT)
 
 
-def write_toml(path: Path, cfg: DaemonConfig) -> None:
-    path.write_text(
-        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
-        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
-        "backoff_initial = 1\nbackoff_max = 2\n"
-        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
-        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
-    )
-
-
 def test_an_operator_account_orders_and_places_without_notes(
     tmp_path: Path, as_operator: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # node01 ends with GPUs 2-5 free (two half NVLink quads), node02 with 4-7 (one whole quad);
     # every other node is full.
-    layout = every_node(node01=[2, 4, 2], node02=[4])
-    fill = [
-        sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, c in layout.items() for n in c
-    ]
-    wait_for(lambda: all(state(j) == "RUNNING" for j in fill), 60, "filler jobs to run")
-    slurm("scancel", fill[1])
-    wait_for(lambda: state(fill[1]) in ("CANCELLED", ""), 30, "the middle filler to end")
+    fill = fill_leaving({"node01": {2, 3, 4, 5}, "node02": {4, 5, 6, 7}}, account=FILL)
     short = sbatch("-N1", "--gres=gpu:8", "-t", "5")  # qssf ranks it first: top site factor
     placed = sbatch("-H", "-N1", "--gres=gpu:4", "-t", "30")  # held: pinned before it can start
     long = sbatch("-N1", "--gres=gpu:8", "-t", "60")

@@ -70,3 +70,55 @@ def test_every_trainable_policy_has_a_trainer() -> None:
     res = runner.invoke(main, ["train", "--policy", "nosuch", "--out", "/nonexistent/run"])
     assert res.exit_code != 0 and "trainable: " in res.output and "Traceback" not in res.output
     assert TrainRequest.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+HARMONY = [
+    "train",
+    "--policy",
+    "harmony",
+    "--scenario",
+    "philly-sample",
+    "--steps",
+    "40",
+    "--episode-jobs",
+    "20",
+]
+
+
+def _weights(out: Path) -> dict[str, bytes]:
+    return {p.parent.name: p.read_bytes() for p in sorted(out.glob("seed-*/model.safetensors"))}
+
+
+def test_train_seeds_on_a_pool_equal_seeds_trained_one_by_one(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for jobs in ("1", "2"):
+        res = runner.invoke(main, [*HARMONY, "--seeds", "2", "--jobs", jobs, "--out", str(tmp_path / jobs)])
+        assert res.exception is None, res.output
+        assert "trained 2 seeds" in res.output
+    serial, pooled = _weights(tmp_path / "1"), _weights(tmp_path / "2")
+    assert sorted(serial) == ["seed-0", "seed-1"]
+    assert serial == pooled
+    assert serial["seed-0"] != serial["seed-1"]
+
+
+def test_train_seeds_dry_run_shows_the_array(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("submitit")
+    args = [
+        *HARMONY,
+        "--seeds",
+        "3",
+        "--seed",
+        "4",
+        "--executor",
+        "slurm",
+        "--dry-run",
+        "--out",
+        str(tmp_path),
+    ]
+    res = CliRunner().invoke(main, args)
+    assert res.exception is None, res.output
+    assert "#SBATCH --array=0-2%3" in res.output
+    assert f"seed 6 -> {tmp_path / 'seed-6'}" in res.output
+    assert not any(tmp_path.glob("seed-*"))

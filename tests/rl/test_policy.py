@@ -183,3 +183,15 @@ def test_wall_limit_stops_the_run_and_keeps_a_checkpoint(tmp_path: Path) -> None
     assert len((tmp_path / LOG).read_text().splitlines()) == 2
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["training"]["update"] == 1 and config["training"]["cpu_seconds"] > 0
+
+
+def test_rollout_workers_in_processes_train_what_one_process_trains(tmp_path: Path) -> None:
+    """``--workers N --vector async`` steps each environment in its own process, deterministically per seed."""
+    from slurmrl.rl.ppo import train
+
+    cfg, wl = _tiny_run(total_steps=64)
+    weights = {}
+    for vector in ("sync", "async"):
+        train(replace(cfg, vector=vector), tmp_path / vector, workloads=[wl], progress=False)
+        weights[vector] = (tmp_path / vector / "model.safetensors").read_bytes()
+    assert weights["sync"] == weights["async"]

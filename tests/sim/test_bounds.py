@@ -274,3 +274,15 @@ def test_bound_is_below_every_order_on_one_gpu(jobs: list[tuple[int, int]]) -> N
     assert avg_jct_lower_bound([0.0] * len(p), p, g, 1) == pytest.approx(
         _brute_force_optimum([0.0] * len(p), p)
     )
+
+
+@pytest.mark.parametrize("clock", [0.0, 3325.0, 2.5e6])
+def test_a_tight_bound_stays_below_the_exact_schedule_late_in_a_trace(clock: float) -> None:
+    # Two 4-GPU jobs of 1.1 s side by side on 8 GPUs: mean JCT exactly 1.1, and the
+    # mean-busy-time bound is tight. About time zero, a trace clock of days lifted it
+    # by about (clock / p) ulps of the clock above the schedule it bounds; a few ulps of
+    # the clock are all any end time there can be exact to.
+    mean_p, fluid, busy = avg_jct_lower_bounds([clock, clock], [1.1, 1.1], [4, 4], 8)
+    slack = 8 * math.ulp(clock + 1.1)
+    assert busy == pytest.approx(1.1, rel=0.0, abs=slack)
+    assert max(mean_p, fluid, busy) <= 1.1 + slack

@@ -1,4 +1,4 @@
-"""Parsers on real (22.05) and constructed (23.02-26.05) Slurm output."""
+"""Parsers on real (22.05, 24.11) and constructed (23.02-26.05 but 24.11) Slurm output."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from slurmrl.slurm.parse_text import (
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 VERSIONS = ["v22.05", "v23.02", "v23.11", "v24.05", "v24.11", "v25.11", "v26.05"]
+RECORDED = ["v22.05", "v24.11"]  # real recordings, with text outputs beside the JSON
 QUOTED = """it's "quoted" | $(x) name"""
 
 # What the 22.05 recording holds (README.md), the same in every constructed version.
@@ -36,6 +37,22 @@ HELD_INDICES = {
     "7_1": {"node04": (0, 1, 2, 3)},
     "7_2": {"node04": (4, 5, 6, 7)},
 }
+# Slurm 24.11 hands the same jobs other GPUs: it spreads a job over the NVLink islands
+# of gres.conf's Links= (GPUs 0-3 and 4-7), where 22.05 counts up from the lowest free.
+HELD_INDICES_24_11 = {
+    "4": {"node01": (1, 4)},
+    "5": {"node01": (2, 3, 5, 6)},
+    "7_0": {"node02": (1, 2, 4, 5)},
+    "7_1": {"node04": (0, 1, 4, 5)},
+    "7_2": {"node04": (2, 3, 6, 7)},
+}
+
+
+def held_indices(version: str) -> dict[str, dict[str, tuple[int, ...]]]:
+    """GPU indices of the running jobs of a recording (constructed versions copy 22.05's)."""
+    return {**HELD_INDICES, **(HELD_INDICES_24_11 if version == "v24.11" else {})}
+
+
 PENDING_ASKS = {  # job id: (total GPUs, per node, field)
     "7_[3-5]": (4, 4, "tres_per_node"),  # --gres=gpu:4
     "11": (2, 2, "tres_per_job"),  # --gpus=2
@@ -57,7 +74,7 @@ def _nodes(version: str):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_running_jobs_gpu_indices(version: str) -> None:
     jobs = _squeue(version)
-    for job_id, expected in HELD_INDICES.items():
+    for job_id, expected in held_indices(version).items():
         assert jobs[job_id].state == "RUNNING"
         assert jobs[job_id].gpu_indices() == expected, job_id
     assert jobs["3"].nodes == ("node01", "node02")
@@ -89,7 +106,8 @@ def test_nodes(version: str) -> None:
     assert n1.states == {"MIXED"} and not n1.unavailable
     assert n1.partitions == ("gpu", "debug")
     assert (n1.gpu_count, n1.gpu_type, n1.used_count, n1.used_indices) == (8, "v100", 7, tuple(range(7)))
-    assert nodes["node02"].used_indices == (0, 1, 2, 3, 4)
+    on_node02 = {i for held in held_indices(version).values() for i in held.get("node02", ())}
+    assert nodes["node02"].used_indices == tuple(sorted(on_node02))
     assert (n1.cpus, n1.memory_mb) == (64, 256000)
 
 
@@ -168,21 +186,24 @@ def _one_line(path: Path) -> str:
     )
 
 
-def test_scontrol_text_matches_json() -> None:
-    text_jobs = {
-        j.job_id: j for j in parse_scontrol_jobs(_one_line(FIX / "v22.05" / "scontrol_show_job.txt"))
-    }
-    json_jobs = _squeue("v22.05")
+@pytest.mark.parametrize("version", RECORDED)
+def test_scontrol_text_matches_json(version: str) -> None:
+    text_jobs = {j.job_id: j for j in parse_scontrol_jobs(_one_line(FIX / version / "scontrol_show_job.txt"))}
+    json_jobs = _squeue(version)
     assert set(text_jobs) == set(json_jobs)
-    for job_id, expected in HELD_INDICES.items():
+    for job_id, expected in held_indices(version).items():
         assert text_jobs[job_id].gpu_indices() == expected
     for job_id, (total, per_node, _) in PENDING_ASKS.items():
         assert (text_jobs[job_id].gpus.total, text_jobs[job_id].gpus.per_node) == (total, per_node)
     assert text_jobs["13"].name == QUOTED
     assert text_jobs["14"].admin_comment == "slurmrl: placed by policy"
     assert text_jobs["11"].held and text_jobs["11"].required_nodes == ("node03",)
-    assert text_jobs["6"].time_limit == 7200.0 and text_jobs["1"].time_limit is None
-    nodes = {n.name: n for n in parse_scontrol_nodes(_one_line(FIX / "v22.05" / "scontrol_show_node.txt"))}
+    # A job without --time (partition MaxTime=UNLIMITED) reads UNLIMITED on 22.05; 24.11 gives it
+    # 365 days when it starts (TimeLimit=365-00:00:00, JSON time_limit 525600 minutes).
+    unlimited = 365 * 86400.0 if version == "v24.11" else None
+    assert text_jobs["6"].time_limit == 7200.0 and text_jobs["1"].time_limit == unlimited
+    assert json_jobs["1"].time_limit == unlimited and json_jobs["14"].time_limit is None  # 14 is pending
+    nodes = {n.name: n for n in parse_scontrol_nodes(_one_line(FIX / version / "scontrol_show_node.txt"))}
     assert nodes["node01"].used_indices == tuple(range(7)) and nodes["node01"].partitions == ("gpu", "debug")
 
 

@@ -1,0 +1,109 @@
+"""``slurmrl sweep`` end to end: flags and sweep files, resumed runs, dry runs, clean errors."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from slurmrl.cli import main
+
+SMALL = ["--trace", "embedded:philly-sample", "--cluster", "2x4x8:v100", "--limit", "60", "--no-progress"]
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, ["sweep", *args])
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    with (out / "results.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_flags_make_the_grid_and_a_rerun_runs_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = [*SMALL, "--policies", "fifo,sjf-oracle", "--seeds", "2", "--vary", "speed_model=none,placement"]
+    result = _invoke(*args, "--out", str(out), "--jobs", "1")
+    assert result.exception is None, result.output
+    rows = _rows(out)
+    assert len(rows) == 2 * 2 * 2
+    assert {(r["policy"], r["seed"], r["speed_model"]) for r in rows} == {
+        (p, s, m) for p in ("fifo", "sjf-oracle") for s in ("0", "1") for m in ("none", "placement")
+    }
+    assert all(r["limit"] == "60" and float(r["avg_jct"]) > 0 and r["fingerprint"] for r in rows)
+    assert "8 of 8 cells finished (8 run now)" in result.output
+
+    again = _invoke(*args, "--out", str(out))
+    assert again.exception is None and "8 of 8 cells finished (0 run now)" in again.output
+    assert _rows(out) == rows
+
+
+def test_sweep_file_with_flags_on_top(tmp_path: Path) -> None:
+    config = tmp_path / "sweep.toml"
+    config.write_text(
+        'traces = ["embedded:philly-sample"]\nclusters = ["2x4x8:v100", "2x2x8:v100"]\n'
+        'policies = ["fifo", "tiresias+topology"]\nseeds = [3]\n[options]\nlimit = 50\n'
+        "target_load = [0.8, 1.2]\n"
+    )
+    out = tmp_path / "out"
+    result = _invoke(
+        "--config", str(config), "--seeds", "1", "--seed", "5", "--out", str(out), "--no-progress"
+    )
+    assert result.exception is None, result.output
+    rows = _rows(out)
+    assert len(rows) == 2 * 2 * 2
+    assert {r["seed"] for r in rows} == {"5"}  # flags win over the file
+    assert {r["placement"] for r in rows if r["policy"] == "tiresias"} == {"topology"}
+    assert {r["target_load"] for r in rows} == {"0.8", "1.2"}
+    assert len({r["cluster"] for r in rows}) == 2
+
+
+def test_dry_run_shows_the_array_and_runs_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("submitit")
+    out = tmp_path / "dry"
+    result = _invoke(
+        *SMALL, "--policies", "fifo", "--seeds", "3", "--executor", "slurm", "--partition", "debug",
+        "--time", "0:10:00", "--array-parallelism", "2", "--dry-run", "--out", str(out),
+    )  # fmt: skip
+    assert result.exception is None, result.output
+    assert "3 array task(s) on partition debug, 2 at a time, 10 min each" in result.output
+    assert "#SBATCH --array=0-2%2" in result.output
+    assert not (out / "results.csv").exists() and not (out / "cells").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vary", "limit"], "--vary 'limit': expected OPTION=VALUE"),
+        (["--vary", "target_load=-1"], "column 'target_load': must be positive"),
+        (["--vary", "speed_model=fast"], "column 'speed_model'"),
+        (["--vary", "colour=red"], "unknown option 'colour'"),
+        (["--policies", "nosuch"], "nosuch"),
+        (["--time", "soon"], "--time 'soon' is not a Slurm time"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = _invoke(*SMALL, *args, "--out", str(tmp_path / "x"))
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_sweep_file_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[options]\nlimit = 'many'\n")
+    result = _invoke("--config", str(config), "--out", str(tmp_path / "x"))
+    assert result.exit_code != 0 and "column 'limit'" in result.output
+
+
+def test_report_renders_the_cells(tmp_path: Path) -> None:
+    pytest.importorskip("jinja2")
+    site = tmp_path / "site"
+    args = [*SMALL, "--policies", "fifo,sjf-oracle", "--out", str(tmp_path / "out"), "--report", str(site)]
+    result = _invoke(*args)
+    assert result.exception is None, result.output
+    page = (site / "scenario-embedded-philly-sample.html").read_text()
+    assert "fifo" in page and "sjf-oracle" in page
+    assert f"report written: open {site / 'index.html'}" in result.output
