@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
-from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
+from slurmrl.daemon.apply import BATCH, ApplyResult, SendLimits, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
@@ -49,6 +49,7 @@ from slurmrl.slurm.snapshot import Snapshot
 REVERT_ATTEMPTS = 5  # rounds of retries when giving values back (our choice)
 SLEEP_SLICE = 0.2  # seconds between checks of the stop flag
 MIN_WAKE = 1.0  # a policy's wake_at never brings the next cycle closer than this (our choice)
+MIN_CALLS = 4  # the call cap never backs off below this many calls per cycle (our choice)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,9 @@ class Daemon:
         # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
         self._said: set[tuple[str, str]] = set()
         self.metrics.notes_enabled.set(1)
+        # Slurm calls the next cycle may make: halved while slurmctld answers slowly.
+        self.call_cap = config.max_calls_per_cycle
+        self.metrics.call_cap.set(self.call_cap)
 
     def close(self) -> None:
         """Release the state file's lock and the audit log (end of run or revert)."""
@@ -270,7 +274,10 @@ class Daemon:
                 on_failed=failed,
                 refused_block=self.config.placement_hold,
                 notes=self.notes,
+                batch=BATCH,
+                limits=SendLimits(self.call_cap, self.config.max_send_seconds),
             )
+            self._pace(number, result)
             if result.notes_refused:
                 self._notes_refused(number)
             self.record.cycle = number
@@ -281,6 +288,28 @@ class Daemon:
             self.record.cycle = number  # in memory only: a dry run writes no state
         self._report_cycle(outcome, decisions)
         return outcome
+
+    def _pace(self, cycle: int, result: ApplyResult) -> None:
+        """Back off when slurmctld is slow: the next cycle's call cap halves when job updates
+        took over ``slow_update_seconds`` each, and doubles back after a fast cycle."""
+        cap, top = self.call_cap, self.config.max_calls_per_cycle
+        if result.updates == 0:
+            return
+        per_update = result.seconds / result.updates
+        if per_update > self.config.slow_update_seconds:
+            self.call_cap = max(min(MIN_CALLS, top), cap // 2)
+        else:
+            self.call_cap = min(top, cap * 2)
+        if self.call_cap < cap:
+            log(
+                logging.WARNING,
+                "slurmctld slow: fewer calls per cycle",
+                cycle=cycle,
+                seconds_per_update=round(per_update, 4),
+                call_cap=self.call_cap,
+            )
+            self.audit.write("backoff", cycle=cycle, seconds_per_update=per_update, call_cap=self.call_cap)
+        self.metrics.call_cap.set(self.call_cap)
 
     def _say_once(self, job_id: str, key: str, message: str, kind: str, **fields: Any) -> None:
         """One warning and one audit line per job and ``key``, not one per cycle."""
@@ -332,7 +361,8 @@ class Daemon:
         m.policy_seconds.observe(out.policy_seconds)
         m.observe_jobs(out.plan.jobs_by_state)
         m.in_scope.set(out.plan.in_scope)
-        m.deferred.set(out.plan.deferred)
+        unsent = out.result.unsent if out.result is not None else 0
+        m.deferred.set(out.plan.deferred + unsent)
         m.tracked.set(len(self.record.jobs))
         m.pins.set(sum(1 for e in self.record.jobs.values() if e.pinned is not None))
         sent = len(out.result.sent) if out.result is not None else 0
@@ -358,7 +388,11 @@ class Daemon:
             planned=len(out.plan.changes),
             sent=sent,
             failed=failed,
-            deferred=out.plan.deferred,
+            deferred=out.plan.deferred + unsent,
+            calls=out.result.calls if out.result is not None else 0,
+            updates=out.result.updates if out.result is not None else 0,
+            send_seconds=round(out.result.seconds, 4) if out.result is not None else 0.0,
+            call_cap=self.call_cap,
             tracked=len(self.record.jobs),
             dry_run=self.dry_run,
             slurm_calls=STATS.calls,

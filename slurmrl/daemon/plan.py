@@ -21,7 +21,10 @@ Safety rules enforced here rather than trusted to policies:
   when the decision changes. A start the daemon cannot enact as asked is
   returned in :attr:`CyclePlan.refused`, never dropped without a word;
 * at most ``max_changes_per_cycle`` updates, the most urgent first (restores,
-  then placements, then ordering by rank); the rest wait for the next cycle.
+  then placements, then ordering by rank); the rest wait for the next cycle
+  (what is sent of them is capped again, by Slurm calls and seconds, in ``apply``);
+* a long queue is ranked in ``order_bands`` bands that share a value, so one
+  ``scontrol update JobId=a,b,c`` sets a whole band.
 """
 
 from __future__ import annotations
@@ -111,8 +114,17 @@ class CyclePlan:
     refused: tuple[Refusal, ...] = ()
 
 
-def site_factor_for(rank: int, count: int, top: int) -> int:
-    """Rank 0 gets ``top``, the last rank 0, evenly spaced and rounded to integers."""
+def site_factor_for(rank: int, count: int, top: int, bands: int = 0) -> int:
+    """Rank 0 gets ``top``, the last rank 0, evenly spaced and rounded to integers.
+
+    ``bands`` > 0 and fewer than ``count``: ranks go in ``bands`` runs of consecutive ranks
+    that share one value, so each run is one Slurm call for many jobs. The policy's order
+    holds exactly between bands (at most ``top + 1`` bands, so their values differ); within
+    one band Slurm's other factors (age, fair-share, ...) order the jobs.
+    """
+    bands = min(bands, top + 1)
+    if 0 < bands < count:
+        return site_factor_for(rank * bands // count, bands, top)
     if count <= 1:
         return top
     span = count - 1
@@ -495,7 +507,7 @@ def plan_cycle(
     for rank, jid in enumerate(ranked):
         job = scoped[jid]
         entry = record.jobs.get(jid)
-        target = site_factor_for(rank, count, top)
+        target = site_factor_for(rank, count, top, config.order_bands)
         starving = job.submit_time < oldest
         if site_mode:
             # What Slurm shows now wins over what the record says was set: a controller
