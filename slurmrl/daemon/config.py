@@ -57,7 +57,7 @@ class DaemonConfig:
     # `scontrol update JobId=a,b,c`; 0 = one value per rank.
     order_bands: int = 100
     max_calls_per_cycle: int = 100  # scontrol updates per cycle, most urgent first
-    max_send_seconds: float = 10.0  # seconds of sending per cycle; the rest waits
+    max_send_seconds: float = 20.0  # seconds of sending per cycle (of the 30 s interval); the rest waits
     # A cycle whose job updates took longer than this each (slurmctld busy) halves the next
     # cycles' call cap; a fast one doubles it again, up to max_calls_per_cycle.
     slow_update_seconds: float = 0.1

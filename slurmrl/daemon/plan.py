@@ -131,6 +131,18 @@ def site_factor_for(rank: int, count: int, top: int, bands: int = 0) -> int:
     return (2 * top * (span - rank) + span) // (2 * span)
 
 
+def band_step(count: int, top: int, bands: int) -> int:
+    """The largest gap between neighbouring bands' values (0 when each rank has its own).
+
+    A job that only moved to the next band is left alone: when every rank shifts (old jobs
+    start, new ones arrive) half of each band would otherwise move over and be sent again.
+    """
+    bands = min(bands, top + 1)
+    if not 1 < bands < count:
+        return 0
+    return -(-top // (bands - 1))
+
+
 def strip_note(text: str) -> str:
     """An admin comment without the daemon's note, i.e. what an admin wrote."""
     text = text or ""
@@ -498,7 +510,7 @@ def plan_cycle(
     ranked.extend(jid for jid in eligible if jid not in seen)
     count = len(ranked)
     top = config.max_site_factor
-    tolerance = int(top * TOLERANCE_SHARE)
+    tolerance = max(int(top * TOLERANCE_SHARE), band_step(count, top, config.order_bands))
     site_mode = config.mode == "site_factor"
     oldest = now - config.starvation_wait  # submitted before this: starving
     budget = config.max_changes_per_cycle

@@ -28,3 +28,16 @@ def test_a_short_queue_keeps_one_value_per_rank() -> None:
     assert site_factor_for(0, 10_000, 1000, 100) == 1000
     assert site_factor_for(99, 10_000, 1000, 100) == 1000  # ranks 0-99 share the top band
     assert site_factor_for(100, 10_000, 1000, 100) == 990
+
+
+def test_a_shift_by_less_than_a_band_sends_nothing() -> None:
+    from slurmrl.daemon.plan import band_step
+
+    step = band_step(10_000, 1000, 100)
+    assert step == 11 and band_step(50, 1000, 100) == 0  # a short queue: one value per rank
+    # every rank moved down 50 places: each job moves at most one band
+    moved = [
+        abs(site_factor_for(r, 10_000, 1000, 100) - site_factor_for(r + 50, 10_000, 1000, 100))
+        for r in range(9950)
+    ]
+    assert max(moved) <= step
