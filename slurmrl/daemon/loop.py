@@ -41,7 +41,7 @@ from slurmrl.daemon.scope import build_view, elastic_problems, scoped_pending
 from slurmrl.daemon.timescale import scale_view, unscale_decisions
 from slurmrl.errors import PolicyError, SlurmError, SlurmrlError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.view import Decisions
+from slurmrl.policy.view import ClusterView, Decisions
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import STATS
 from slurmrl.slurm.snapshot import Snapshot
@@ -171,16 +171,10 @@ class Daemon:
     def decide(
         self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors] | None = None
     ) -> tuple[CyclePlan, Decisions, float]:
-        """Policy and planning for one snapshot, without sending anything."""
-        scoped = scoped_pending(snapshot, self.config.scope)
-        self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
-        for jid, tag in elastic_problems(scoped):
-            self._say_once(
-                jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
-            )
-        limits = self._limits(scoped)
-        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
-        view = scale_view(view, self.config.time_scale)
+        """Policy and planning for one snapshot, without sending anything:
+        scope -> view -> decide -> plan."""
+        scoped = self.scope(snapshot)
+        view = self.view(snapshot, scoped)
         t0 = time.perf_counter()
         decisions = unscale_decisions(self.policy.decide(view), self.config.time_scale)
         policy_seconds = time.perf_counter() - t0
@@ -193,9 +187,24 @@ class Daemon:
             self.clock(),
             write_notes=self.notes,
             factors=factors,
-            limits=limits,
+            limits=self._limits(scoped),
         )
         return plan, decisions, policy_seconds
+
+    def scope(self, snapshot: Snapshot) -> dict[str, Any]:
+        """The pending jobs the daemon may change; unusable elastic tags said once per job."""
+        scoped = scoped_pending(snapshot, self.config.scope)
+        self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
+        for jid, tag in elastic_problems(scoped):
+            self._say_once(
+                jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
+            )
+        return scoped
+
+    def view(self, snapshot: Snapshot, scoped: Mapping[str, Any]) -> ClusterView:
+        """What the policy sees: the scoped queue, recently finished jobs, in trace time."""
+        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
+        return scale_view(view, self.config.time_scale)
 
     def _limits(self, scoped: Mapping[str, Any]) -> AccountLimits | None:
         """Accounting limits, read only in a cycle with an elastic job in scope (only a
@@ -229,7 +238,10 @@ class Daemon:
             self.save()
 
     def cycle(self) -> CycleOutcome:
-        """One snapshot, one decision, the changes; raises :class:`SlurmError` if Slurm cannot be read."""
+        """One snapshot, one decision, the changes; raises :class:`SlurmError` if Slurm cannot be read.
+
+        read -> scope -> view -> decide -> plan (:meth:`decide`) -> batch -> send -> confirm
+        (:meth:`send`, :func:`apply_changes`)."""
         t0 = time.perf_counter()
         number = self.record.cycle + 1
         snapshot, factors = self.read()
@@ -237,57 +249,53 @@ class Daemon:
         if decisions.preempt:  # refused at load; never dropped without a word
             log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(decisions.preempt))
             self.audit.write("dropped", cycle=number, preempt=list(decisions.preempt))
-        now = self.clock()
-        dry = self.dry_run
-        result: ApplyResult | None = None
-        if dry:
-            for ch in plan.changes:
-                self._audit_change(number, ch, dry_run=True)
-                self.metrics.changes.labels(kind=ch.field, dry_run="true").inc()
-        else:
-            for jid in plan.forget:
-                self.record.drop(jid)
-
-            def failed(ch: Change, exc: SlurmError) -> None:
-                self.metrics.errors.labels(kind=error_kind(exc)).inc()
-                log(
-                    logging.WARNING,
-                    "update failed",
-                    cycle=number,
-                    job=ch.job_id,
-                    field=ch.field,
-                    error=exc.format(),
-                )
-                self.audit.write("error", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
-
-            def sent(ch: Change) -> None:
-                self.metrics.changes.labels(kind=ch.field, dry_run="false").inc()
-                self._audit_change(number, ch, dry_run=False)
-
-            result = apply_changes(
-                self.backend,
-                plan.changes,
-                self.record,
-                now,
-                persist=self.save,
-                on_sent=sent,
-                on_failed=failed,
-                refused_block=self.config.placement_hold,
-                notes=self.notes,
-                batch=BATCH,
-                limits=SendLimits(self.call_cap, self.config.max_send_seconds),
-            )
-            self._pace(number, result)
-            if result.notes_refused:
-                self._notes_refused(number)
-            self.record.cycle = number
-            self.save()
+        result = self.send(number, plan) if not self.dry_run else self._dry(number, plan)
         seconds = time.perf_counter() - t0
         outcome = CycleOutcome(number, seconds, policy_seconds, plan, result, decisions.wake_at)
-        if dry:
-            self.record.cycle = number  # in memory only: a dry run writes no state
         self._report_cycle(outcome, decisions)
         return outcome
+
+    def _dry(self, number: int, plan: CyclePlan) -> None:
+        """A dry run: every change audited and counted, nothing sent, no state written."""
+        for ch in plan.changes:
+            self._audit_change(number, ch, dry_run=True)
+            self.metrics.changes.labels(kind=ch.field, dry_run="true").inc()
+        self.record.cycle = number  # in memory only
+        return None
+
+    def send(self, number: int, plan: CyclePlan) -> ApplyResult:
+        """The plan's changes to Slurm in list calls, within this cycle's call and time caps;
+        the record saved before each setting and once more at the end."""
+        for jid in plan.forget:
+            self.record.drop(jid)
+        result = apply_changes(
+            self.backend,
+            plan.changes,
+            self.record,
+            self.clock(),
+            persist=self.save,
+            on_sent=lambda ch: self._sent(number, ch),
+            on_failed=lambda ch, exc: self._failed(number, ch, exc),
+            refused_block=self.config.placement_hold,
+            notes=self.notes,
+            batch=BATCH,
+            limits=SendLimits(self.call_cap, self.config.max_send_seconds),
+        )
+        self._pace(number, result)
+        if result.notes_refused:
+            self._notes_refused(number)
+        self.record.cycle = number
+        self.save()
+        return result
+
+    def _sent(self, number: int, ch: Change) -> None:
+        self.metrics.changes.labels(kind=ch.field, dry_run="false").inc()
+        self._audit_change(number, ch, dry_run=False)
+
+    def _failed(self, number: int, ch: Change, exc: SlurmError) -> None:
+        self.metrics.errors.labels(kind=error_kind(exc)).inc()
+        log(logging.WARNING, "update failed", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
+        self.audit.write("error", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
 
     def _pace(self, cycle: int, result: ApplyResult) -> None:
         """Back off when slurmctld is slow: the next cycle's call cap halves when job updates
