@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from slurmrl.cluster.builders import NodeSpec, assemble
 from slurmrl.cluster.model import islands_for
-from slurmrl.daemon.apply import BATCH, _units, plan_calls, record_change
+from slurmrl.daemon.apply import BATCH, as_updates, plan_calls, record_change
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon
 from slurmrl.daemon.metrics import DaemonMetrics
@@ -139,7 +139,7 @@ def time_cycle(
 def batching(changes, cap: int) -> str:
     """The batch step: the plan's changes as Slurm calls (one list call per field and value)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    calls = plan_calls(_units(changes), BATCH)
+    calls = plan_calls(as_updates(changes), BATCH)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     ids = max((len(c) for c in calls), default=0)
     cycles = -(-len(calls) // cap)

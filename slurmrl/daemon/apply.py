@@ -278,7 +278,7 @@ def apply_changes(
     if getattr(backend, "update_many", None) is None:
         batch = 1
     run = _Sending(backend, record, now, persist, on_sent, on_failed, refused_block, notes)
-    calls = plan_calls(_units(changes), batch)
+    calls = plan_calls(as_updates(changes), batch)
     t0 = time.monotonic()
     for i, call in enumerate(calls):
         if _over(limits, run.calls, time.monotonic() - t0):
@@ -382,7 +382,7 @@ def _done(run: _Sending, change: Change) -> None:
         run.on_sent(change)
 
 
-def _units(changes: Sequence[Change]) -> list[tuple[Change, ...]]:
+def as_updates(changes: Sequence[Change]) -> list[tuple[Change, ...]]:
     """The changes as updates: an elastic job's GPU request and its pin, next to each other
     (the plan puts them so), form one update; every other change is one on its own.
 
@@ -413,7 +413,7 @@ def _units(changes: Sequence[Change]) -> list[tuple[Change, ...]]:
 
 
 def send_unit(backend: SlurmBackend, unit: tuple[Change, ...]) -> None:
-    """One update: a single change, or a GPU request with its pin (see :func:`_units`)."""
+    """One update: a single change, or a GPU request with its pin (see :func:`as_updates`)."""
     if len(unit) == 1:
         send(backend, unit[0])
         return
