@@ -25,7 +25,14 @@ from slurmrl.daemon.record import Record, Touched
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.elastic import GpuAsk
-from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, MungeError, PermissionDenied, RateLimited
+from slurmrl.slurm.run import (
+    ControllerUnreachable,
+    JobNotFound,
+    MungeError,
+    PartlyRefused,
+    PermissionDenied,
+    RateLimited,
+)
 
 # Controller-wide errors: further updates in this batch would fail the same way.
 # PermissionDenied is per job (e.g. AdminComment needs Administrator, SiteFactor
@@ -463,7 +470,8 @@ def _send_batch(run: _Sending, call: list[tuple[Change, ...]]) -> SlurmError | N
     """One ``update_many`` for several jobs, recorded as one update would be: a setting
     before it is sent, a give-back once Slurm took it. A call Slurm refused in part falls
     back to one update per job (scontrol went on past the refused ids, so the others only
-    get the same value again), which learns which job failed and why."""
+    get the same value again), which learns which job failed and why. Where scontrol named
+    the refused ids, only those settings are sent again (the others are already in place)."""
     members = [unit for unit in call if not run.skips(unit[0])]
     if len(members) < 2:
         for unit in members:
@@ -488,15 +496,33 @@ def _send_batch(run: _Sending, call: list[tuple[Change, ...]]) -> SlurmError | N
         if run.on_failed is not None:
             run.on_failed(first, exc)
         return exc
+    except PartlyRefused as exc:  # scontrol named the refused ids: the others took the value
+        if not ahead:  # a give-back counts as done only once its own call returned cleanly
+            return _one_by_one(run, members, befores, ahead)
+        refused = set(exc.refused)
+        _confirm(run, [ch for ch in changes if ch.job_id not in refused], ahead)
+        return _one_by_one(run, [u for u in members if u[0].job_id in refused], befores, ahead)
     except SlurmError:
-        for unit in members:  # one by one, each with its own record from before the list call
-            if (stop := _send_one(run, unit, befores[unit[0].job_id] if ahead else False)) is not None:
-                return stop
-        return None
+        return _one_by_one(run, members, befores, ahead)
+    _confirm(run, changes, ahead)
+    return None
+
+
+def _confirm(run: _Sending, changes: Sequence[Change], ahead: bool) -> None:
+    """Slurm took these: a setting is sure now, a give-back is recorded only now."""
     for ch in changes:
         if ahead:
             _mark_unsure(run.record, ch.job_id, ch.field, False)
         else:
             record_change(run.record, ch, run.now)
         _done(run, ch)
+
+
+def _one_by_one(
+    run: _Sending, units: Sequence[tuple[Change, ...]], befores: dict[str, Touched | None], ahead: bool
+) -> SlurmError | None:
+    """The per-job fallback of a list call: each job with its record from before the call."""
+    for unit in units:
+        if (stop := _send_one(run, unit, befores[unit[0].job_id] if ahead else False)) is not None:
+            return stop
     return None

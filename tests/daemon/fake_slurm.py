@@ -220,9 +220,12 @@ class FakeSlurm:
                 if name == "priority":
                     self.nice.pop(jid, None)  # as Slurm: an explicit priority clears nice
         if bad:
-            raise JobNotFound(
+            from slurmrl.slurm.run import PartlyRefused
+
+            raise PartlyRefused(
                 f"'scontrol update JobId={','.join(job_ids)}' failed (exit 1): "
-                f"Invalid job id specified for job {bad[-1]}"
+                f"Invalid job id specified for job {bad[-1]}",
+                tuple(bad),
             )
 
     def set_nice(self, job_id: str, value: int) -> None:

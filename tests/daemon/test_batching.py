@@ -159,3 +159,14 @@ def test_a_cycle_uses_the_cap_it_was_given(tmp_path: Path) -> None:
     out = d.cycle()
     assert out.result.calls == 30 and out.result.capped and out.result.unsent > 0
     assert d.metrics.deferred._value.get() == out.plan.deferred + out.result.unsent
+
+
+def test_a_list_of_settings_refused_for_named_ids_sends_only_those_again() -> None:
+    fake = queue(4)
+    record = Record()
+    del fake.jobs["3"]  # started and purged between the read and the send
+    out = apply_changes(fake, sets(["1", "2", "3", "4"]), record, NOW, batch=BATCH)
+    assert [c[0] for c in fake.writes()] == ["update_many"]  # job 3's single retry: not found
+    assert out.vanished == ("3",) and {c.job_id for c in out.sent} == {"1", "2", "4"}
+    assert (out.calls, out.updates) == (2, 5)
+    assert sorted(record.jobs) == ["1", "2", "4"] and all(record.get(j).unsure == () for j in "124")
