@@ -21,6 +21,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
+from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -164,22 +165,23 @@ def prepare(
         end = sc.end if end is None else end
         vcs = vcs or sc.vcs
     the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
-    loaded = load_trace(trace or DEFAULT_TRACE, skip_bad=skip_bad)
-    chosen = select(
-        loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
-    )
-    chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
-    if not chosen.jobs:
-        raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
-    factor = arrival_scale or 1.0
-    if target_load is not None:
-        factor = arrival_scale_for(chosen, the_cluster, target_load)
-    if factor != 1.0:
-        chosen = select(chosen, load=factor)
-    if time_limits:
-        from slurmrl.sim.time_limits import with_time_limits
+    with paused_gc():
+        loaded = load_trace(trace or DEFAULT_TRACE, skip_bad=skip_bad)
+        chosen = select(
+            loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
+        )
+        chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
+        if not chosen.jobs:
+            raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
+        factor = arrival_scale or 1.0
+        if target_load is not None:
+            factor = arrival_scale_for(chosen, the_cluster, target_load)
+        if factor != 1.0:
+            chosen = select(chosen, load=factor)
+        if time_limits:
+            from slurmrl.sim.time_limits import with_time_limits
 
-        chosen = with_time_limits(chosen, seed)
+            chosen = with_time_limits(chosen, seed)
     load = offered_load(chosen, the_cluster)
     reference = sc.reference_gpu if scenario is not None else ""
     return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference)

@@ -39,6 +39,7 @@ from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
+from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.locality import Locality, parse_locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.traces.schema import Trace, TraceJob
@@ -198,34 +199,43 @@ class Simulator:
         self._wake_pending: float | None = None
         self.finished_count = 0
         self.scaling = ScalingModel(self.perf)
-        locality = config.locality
-        for job in trace.jobs:
-            model = (
-                canonical_model(job.model, job.job_id, config.seed)
-                if job.model
-                else model_for(job.job_id, config.seed)
-            )
-            nodes, spread_after = locality.request(job.num_gpus, job.num_nodes, cluster)
-            gpu_range = self._gpu_range(job, model) if config.elastic.on else None
+        with paused_gc():
+            self._admit(trace.jobs)
+
+    def _admit(self, jobs: tuple[TraceJob, ...]) -> None:
+        """Every job's view and run state, and its arrival (and spread) events, queued at once."""
+        config, cluster, runs = self.config, self.cluster, self.runs
+        request, seed, elastic, reveal = (
+            config.locality.request,
+            config.seed,
+            config.elastic.on,
+            config.reveal_models,
+        )
+        events: list[tuple[float, int, tuple[int, str | None, int]]] = []
+        for job in jobs:
+            job_id, gpus, submit = job.job_id, job.num_gpus, job.submit_time
+            model = canonical_model(job.model, job_id, seed) if job.model else model_for(job_id, seed)
+            nodes, spread_after = request(gpus, job.num_nodes, cluster)
             view = JobView(
-                job_id=job.job_id,
-                gpus=job.num_gpus,
-                submit_time=job.submit_time,
-                user=job.user,
-                group=job.vc,
-                time_limit=job.time_limit,
-                name=job.name,
-                model=model if config.reveal_models else job.model,
-                num_nodes=nodes,
-                gpu_type=job.gpu_type,
-                spread_at=job.submit_time + spread_after,
-                gpu_range=gpu_range,
+                job_id,
+                gpus,
+                submit,
+                job.user,
+                job.vc,
+                job.time_limit,
+                job.name,
+                model if reveal else job.model,
+                nodes,
+                job.gpu_type,
+                spread_at=submit + spread_after,
+                gpu_range=self._gpu_range(job, model) if elastic else None,
             )
-            self.runs[job.job_id] = _Run(job, view, model)
-            self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
-            if nodes is not None and nodes < job.num_gpus and math.isfinite(spread_after):
+            runs[job_id] = _Run(job, view, model)
+            events.append((submit, ARRIVAL, (_ARRIVE, job_id, 0)))
+            if nodes is not None and nodes < gpus and math.isfinite(spread_after):
                 # Delay scheduling: look at the job again once it may spread.
-                self.events.schedule(view.spread_at, WAKE, (_SPREAD, job.job_id, 0))
+                events.append((view.spread_at, WAKE, (_SPREAD, job_id, 0)))
+        self.events.schedule_all(events)
 
     def _gpu_range(self, job: TraceJob, model: str) -> tuple[int, int] | None:
         """The job's elastic range under the configured rule (None: rigid)."""
@@ -307,15 +317,16 @@ class Simulator:
         skip = not getattr(policy, "preemptive", False)
         t0 = wallclock.perf_counter()
         reported = 0
-        while (view := self.next_view(skip_when_full=skip)) is not None:
-            self.apply(policy.decide(view))
-            if progress is not None and self.finished_count - reported >= 256:
+        with paused_gc():
+            while (view := self.next_view(skip_when_full=skip)) is not None:
+                self.apply(policy.decide(view))
+                if progress is not None and self.finished_count - reported >= 256:
+                    progress(self.finished_count - reported)
+                    reported = self.finished_count
+            self._drain()
+            if progress is not None:
                 progress(self.finished_count - reported)
-                reported = self.finished_count
-        self._drain()
-        if progress is not None:
-            progress(self.finished_count - reported)
-        return self.result(wallclock.perf_counter() - t0)
+            return self.result(wallclock.perf_counter() - t0)
 
     def durations(self) -> Mapping[str, float]:
         """True durations, for oracle policies only (bounds, never deployed)."""
