@@ -430,7 +430,7 @@ def _bounds_key(*parts: object) -> tuple[object, ...]:
     digest = hashlib.blake2b(digest_size=16)
     for part in parts:
         if isinstance(part, np.ndarray):
-            digest.update(str(part.dtype).encode())
+            digest.update(f"{part.dtype}{part.shape}".encode())
             digest.update(np.ascontiguousarray(part).tobytes())
         else:
             digest.update(repr(part).encode())
