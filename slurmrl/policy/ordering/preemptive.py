@@ -154,13 +154,17 @@ class PreemptiveScheduler:
 
     def _exposed(self, view: ClusterView) -> tuple[list[JobView], list[Any]]:
         """Running jobs past their protection, and their keys."""
-        now = view.now
-        jobs = [j for j in view.running if j.placement is not None and self._unprotected(j, now)]
+        now, min_run = view.now, self.min_run
+        # Past protection: run at least min_run since the last start (a job
+        # with no start time counts as just started). Inline: every pass of a
+        # full cluster reads every running job here.
+        jobs = [
+            j
+            for j in view.running
+            if j.placement is not None
+            and now - (j.start_time if j.start_time is not None else now) >= min_run
+        ]
         return jobs, self.keys(jobs, now)
-
-    def _unprotected(self, job: JobView, now: float) -> bool:
-        start = job.start_time if job.start_time is not None else now
-        return now - start >= self.min_run
 
     def _displace(
         self, job: JobView, pool: GpuPool, view: ClusterView, victims: list[JobView], preempted: list[JobView]
