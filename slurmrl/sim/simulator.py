@@ -177,6 +177,7 @@ class Simulator:
         )
         self._colocation = self.perf.colocation
         self.pool = GpuPool(cluster)
+        self._readonly: GpuPool | None = None  # the pool's read-only face, until the pool next changes
         self.events: EventQueue[tuple[int, str | None, int]] = EventQueue(
             trace.jobs[0].submit_time if trace.jobs else 0.0
         )
@@ -403,11 +404,22 @@ class Simulator:
         return ClusterView(
             now=self.now,
             cluster=self.cluster,
-            pool=self.pool.readonly(),
+            pool=self._pool_view(),
             pending=self.pending.values(),
             running=self.running.values(),
             finished=tuple(finished),
         )
+
+    def _pool_view(self) -> GpuPool:
+        """The read-only pool of the views, made again only after a start or a stop.
+
+        Most decision points follow an arrival, which leaves the pool as it
+        was; a read-only pool reads the live arrays anyway, so the one made
+        at the last change serves until the next.
+        """
+        if self._readonly is None:
+            self._readonly = self.pool.readonly()
+        return self._readonly
 
     # -- starting and stopping jobs ---------------------------------------
 
@@ -415,6 +427,7 @@ class Simulator:
         run = self.runs[job_id]
         del self.pending[job_id]
         self.pool.allocate(placement)
+        self._readonly = None
         run.placement = placement
         run.started_at = now
         run.last = now
@@ -453,6 +466,7 @@ class Simulator:
         run.due = run.ends_at = math.inf
         del self.running[job_id]
         self.pool.release(placement)
+        self._readonly = None
         run.placement = None
         if self._colocation:
             self._release_neighbours(job_id, run, placement)
