@@ -110,13 +110,16 @@ class Measure:
 
 def child(argv: Sequence[str], env: dict[str, str] | None = None) -> Measure:
     """Run argv to completion; its own wall, CPU and peak RSS (os.wait4 gives this child's alone)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}")
+    with tempfile.TemporaryFile() as err:  # progress bars and warnings; shown only on failure
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}:\n{tail}")
     return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.getloadavg()[0])
 
 
