@@ -336,15 +336,13 @@ def run_scale(jobs: int, repeat: int) -> None:
         large = measure(scale_case(f"{n / 1e6:g}M jobs", str(big)), 1)
         print_row(large)
     k = n / PHILLY_JOBS
-    grow = {
-        "wall": large.best.wall / small.best.wall,
-        "cpu": large.best.cpu / small.best.cpu,
-        "RSS": large.best.rss_mb / small.best.rss_mb,
-    }
+    small_m, large_m = small.best, large.best
     print(
-        f"{k:.1f}x the jobs: " + ", ".join(f"{name} x{g:.1f}" for name, g in grow.items()) + "; per job: "
-        f"{1e6 * small.best.cpu / PHILLY_JOBS:.0f} -> {1e6 * large.best.cpu / n:.0f} us CPU, "
-        f"{small.best.rss_mb * 2**20 / PHILLY_JOBS / 1024:.1f} -> {large.best.rss_mb * 2**20 / n / 1024:.1f} KB RSS"
+        f"{k:.1f}x the jobs: CPU x{large_m.cpu / small_m.cpu:.1f} "
+        f"({1e6 * small_m.cpu / PHILLY_JOBS:.0f} -> {1e6 * large_m.cpu / n:.0f} us per job), "
+        f"peak RSS x{large_m.rss_mb / small_m.rss_mb:.1f} "
+        f"({small_m.rss_mb * 1024 / PHILLY_JOBS:.1f} -> {large_m.rss_mb * 1024 / n:.1f} KB per job), "
+        f"wall x{large_m.wall / small_m.wall:.1f} (wall follows the machine's load)"
     )
 
 
