@@ -24,8 +24,9 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.topdrl import TopDRLPolicy, shipped_policy_dir
-from slurmrl.scenarios.catalog import PHILLY, shared_traces_dir
+from slurmrl.scenarios.catalog import PHILLY
 from slurmrl.sim.experiment import prepare, run_policy
+from slurmrl.traces.store import locate
 
 DECISION_TARGET_MS = 5.0
 REPLAY_TARGET_S = 120.0
@@ -85,7 +86,7 @@ def bench_decision(policy_dir: Path, repeats: int = 200) -> None:
 
 
 def bench_replay(policy_dir: Path) -> None:
-    workload = prepare(trace=str(shared_traces_dir() / PHILLY), cluster="8x8x8:v100")
+    workload = prepare(trace=str(locate(PHILLY)), cluster="8x8x8:v100")
     policy = TopDRLPolicy.from_dir(policy_dir)
     t0 = time.perf_counter()
     out = run_policy(workload, policy)

@@ -61,15 +61,11 @@ SCALE_CLUSTER = "10x8x8"
 PHASES = ("startup", "imports", "load", "limits", "setup", "run", "summary", "bounds", "other")
 
 
-def traces_dir() -> Path:
-    env = os.environ.get("SLURMRL_TRACES")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "traces"
-
-
 def philly() -> str:
-    return str(traces_dir() / PHILLY_FILE)
+    """The shared Philly weeks, wherever slurmrl finds public traces."""
+    from slurmrl.traces.store import locate
+
+    return str(locate(PHILLY_FILE))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from slurmrl._version import __version__
 
 _API = ("simulate", "compare", "load_results", "SimulationResult", "Comparison")
 _SUBPACKAGES = ("traces", "cluster", "perf", "sim", "policy", "slurm", "daemon", "rl", "report", "scenarios")

@@ -25,10 +25,11 @@ RECORDED_22_05 = TESTS / "slurm" / "fixtures" / "v22.05"
 
 
 def _share(name: str, path: Path) -> None:
-    """Make a helper module beside the tests importable by ``name``.
+    """Make a helper module beside the tests importable by its short ``name``.
 
-    The suite imports test files by path (``--import-mode=importlib``), so
-    helpers are not on ``sys.path``; each is loaded once, here.
+    The suite imports test files by path (``--import-mode=importlib``). Other
+    helpers import as ``tests.<area>.<module>`` (pytest puts the repository
+    root on ``sys.path``); these two, used across areas, keep short names.
     """
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 
 # name -> "module:attribute" of the click command
@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adapt": ("slurmrl.cli.adapt:adapt", "Adapt a meta-learned placement policy to a shifted workload."),
     "daemon": ("slurmrl.cli.daemon:daemon", "Run a policy beside slurmctld (check, revert)."),
     "status": ("slurmrl.cli.daemon:status", "Summarise the daemon's recent cycles."),
+    "traces": ("slurmrl.cli.traces:traces", "List the public traces and fetch them, verified."),
 }
 
 

@@ -13,6 +13,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
 from slurmrl.sim.locality import Locality, parse_locality
+from slurmrl.traces.load import FORMATS
 
 
 def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -53,9 +54,10 @@ def workload_options(f: Callable) -> Callable:
         click.option(
             "--format",
             "trace_format",
+            type=click.Choice(("auto", *FORMATS)),
             default="auto",
             show_default=True,
-            help="Trace format when the file name does not tell.",
+            help="Trace format, when the file name and first line do not tell.",
         ),
         click.option(
             "--cluster",
@@ -184,9 +186,6 @@ def build_settings(opts: dict) -> SimSettings:
 
 def build_workload(opts: dict, seed: int | None = None) -> Workload:
     """The workload of the parsed options; ``seed`` overrides ``--seed`` (one of several seeds)."""
-    if opts.get("trace_format", "auto") != "auto" and opts.get("trace"):
-        # The loader detects formats by name; an explicit format is passed through the path prefix.
-        opts = dict(opts, trace=f"{opts['trace_format']}:{opts['trace']}")
     workload = prepare(
         trace=opts.get("trace"),
         cluster=opts.get("cluster"),
@@ -200,6 +199,7 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         vcs=tuple(opts.get("vcs") or ()),
         max_gpus=opts.get("max_gpus"),
         limit=opts.get("limit"),
+        trace_format=opts.get("trace_format", "auto"),
     )
     if workload.trace.skipped:
         reasons = "; ".join(workload.trace.skip_reasons[:3])

@@ -276,11 +276,24 @@ def compare(
         click.echo(format_table(shown, TABLE_COLUMNS))
         if len(shown) != sum(1 for r in rows if r["deployable"]):
             click.echo("* reads true durations: a bound, not a deployable policy.")
+    if not as_json:
+        print_gaps(per_seed, settings)
     if report is not None:
         from slurmrl.report import render_report
 
         index = render_report(runs_dirs, report)
         click.echo(f"report written: open {index}")
+
+
+def print_gaps(per_seed: list[list[dict[str, object]]], settings: SimSettings) -> None:
+    """Gap closure of every learned policy in the run, when a heuristic and an oracle ran beside it."""
+    from slurmrl.report.gap import format_gaps, gap_closures, table_row
+
+    text = format_gaps(
+        gap_closures([[table_row(r) for r in rows] for rows in per_seed], elastic=settings.elastic.on)
+    )
+    if text:
+        click.echo(text)
 
 
 def print_seed_table(

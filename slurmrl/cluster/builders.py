@@ -21,7 +21,7 @@ SYNTH_RACK_SIZE = 16
 
 # GPU families whose multi-GPU boards are NVSwitch all-to-all (NVIDIA HGX/DGX
 # A100, H100/H800/H200, B200 baseboards; A800 is the export A100 variant).
-_NVSWITCH_FAMILIES = ("a100", "a800", "h100", "h800", "h200", "h20", "b100", "b200", "gb200")
+NVSWITCH_FAMILIES = ("a100", "a800", "h100", "h800", "h200", "h20", "b100", "b200", "gb200")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def default_intra(gpu_type: str, gpus: int) -> str:
     family = gpu_type.strip().lower()
     if gpus <= 2:
         return "pcie"
-    if family.startswith(_NVSWITCH_FAMILIES):
+    if family.startswith(NVSWITCH_FAMILIES):
         return "nvswitch"
     if family.startswith("v100") and gpus == 8:
         return "nvlink:4"

@@ -4,15 +4,24 @@ Experiments sweep cluster sizes far more often than they model a specific
 site, so a homogeneous cluster should be one short argument rather than a
 file. Names follow a fixed pattern (``rack01``, ``node001``) so results from
 different runs refer to the same machines.
+
+A GPU type typed here must be one the simulator knows: a type of the
+throughput table (:mod:`slurmrl.perf.gpu_types`, spelt as it allows, e.g.
+``V100M16``) or a recognised NVSwitch-class board that has no throughput
+figure yet (``h100``...), which runs at the reference GPU's speed. A typo
+would otherwise replay at reference speed without a word. A site's own type
+names (gres types such as ``tesla``) belong in a TOML spec, which takes any
+name and counts one the table lacks as the reference type.
 """
 
 from __future__ import annotations
 
 import re
 
-from slurmrl.cluster.builders import NodeSpec, assemble, default_intra
+from slurmrl.cluster.builders import NVSWITCH_FAMILIES, NodeSpec, assemble, default_intra
 from slurmrl.cluster.model import Cluster, islands_for
 from slurmrl.errors import SpecError
+from slurmrl.perf.gpu_types import GPU_TYPES, canonical_gpu
 
 DEFAULT_GPU_TYPE = "v100"
 # Per-GPU host resources for shorthand nodes: 8 CPUs and 32,000 MB per GPU give
@@ -20,6 +29,8 @@ DEFAULT_GPU_TYPE = "v100"
 CPUS_PER_GPU = 8
 MEMORY_MB_PER_GPU = 32_000
 
+# Boards the link model knows (NVSwitch baseboards) but the throughput table does not.
+UNMEASURED_TYPES = tuple(t for t in NVSWITCH_FAMILIES if canonical_gpu(t) is None)
 SHAPE = "RACKSxNODESxGPUS[:type[:intra]]"
 _LOOKS_LIKE = re.compile(r"^\s*\d+\s*[xX*]")
 
@@ -53,6 +64,13 @@ def parse_shorthand(spec: str) -> Cluster:
     gpu_type = gpu_type.strip().lower() or DEFAULT_GPU_TYPE
     if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", gpu_type):
         raise fail(f"GPU type '{gpu_type}' may use only letters, digits, '_', '.', '-'")
+    if canonical_gpu(gpu_type) is None and gpu_type not in UNMEASURED_TYPES:
+        raise SpecError(
+            f"cluster shorthand '{spec}': unknown GPU type '{gpu_type}'; known: {', '.join(GPU_TYPES)}, "
+            f"and without a throughput figure (run at the reference speed) {', '.join(UNMEASURED_TYPES)}",
+            hint="a site's own type name goes in a TOML cluster spec (gpu_type = ...), "
+            "where a type without a figure runs at the reference speed",
+        )
     if tail.count(":") and not intra.strip():
         raise fail("intra-node layout after the second ':' is empty")
     intra = intra.strip().lower() or default_intra(gpu_type, gpus)

@@ -292,7 +292,7 @@ class EasyBackfill(OrderedScheduler):
                 outside.allocate(taken)
                 top_out = []
             starts.append(Start(job_id, placement))
-            self.on_start(job, placement)
+            self.started_now(view, job, placement)
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
         return starts

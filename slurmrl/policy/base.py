@@ -41,8 +41,27 @@ class PlacementPolicy(Protocol):
     name: str
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
-        """GPUs for ``job`` among ``pool``'s free ones, or None if it cannot start now."""
+        """GPUs for ``job`` among ``pool``'s free ones, or None if it cannot start now.
+
+        A question, never a commitment: schedulers also ask where a job
+        *would* go (backfill reservations on scratch pools, what-if probes of
+        a window), so an answer must not change any later answer. A placement
+        that reads the pass's own starts (who now sits next to whom) learns
+        them from ``confirm`` (see :func:`confirm_start`).
+        """
         ...
+
+
+def confirm_start(placement: PlacementPolicy, job: JobView, chosen: Placement, view: ClusterView) -> None:
+    """Tell ``placement`` that ``job`` starts on ``chosen`` in this pass.
+
+    Only placements with a ``confirm(job, placement, view)`` method care
+    (those that count neighbours started earlier in the pass); the others
+    read nothing but the pool they are given.
+    """
+    confirm = getattr(placement, "confirm", None)
+    if confirm is not None:
+        confirm(job, chosen, view)
 
 
 class OrderedScheduler:
@@ -97,8 +116,13 @@ class OrderedScheduler:
                 pool, copied = pool.copy(), True
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
-            self.on_start(job, placement)
+            self.started_now(view, job, placement)
         return starts
+
+    def started_now(self, view: ClusterView, job: JobView, placement: Placement) -> None:
+        """Every start of a pass goes through here: the placement is told, then :meth:`on_start`."""
+        confirm_start(self.placement, job, placement, view)
+        self.on_start(job, placement)
 
     # Hooks for schedulers that keep state across passes (backfill does).
     def before_pass(self, view: ClusterView) -> None:

@@ -8,48 +8,14 @@ torch). An unknown name is answered with the closest registered ones.
 from __future__ import annotations
 
 import difflib
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from slurmrl.errors import PolicyError
+from slurmrl.policy import builtin
 from slurmrl.policy.base import PlacementPolicy, Policy
+from slurmrl.policy.entry import Entry
 
-
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    target: str  # "package.module:factory"
-    summary: str
-    deployable: bool = True  # False: uses true durations, a bound only
-    default_placement: str = "first-fit"
-    learned: bool = False  # a trained network (imports torch; not in compare's default set)
-
-    def load(self) -> Callable[..., object]:
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)
-
-
-POLICIES: dict[str, Entry] = {}
-PLACEMENTS: dict[str, Entry] = {}
-
-
-def register_policy(
-    name: str,
-    target: str,
-    summary: str,
-    *,
-    deployable: bool = True,
-    default_placement: str = "first-fit",
-    learned: bool = False,
-) -> None:
-    """Register a policy factory ``f(placement: PlacementPolicy) -> Policy``."""
-    POLICIES[name] = Entry(name, target, summary, deployable, default_placement, learned)
-
-
-def register_placement(name: str, target: str, summary: str) -> None:
-    """Register a placement factory ``f() -> PlacementPolicy``."""
-    PLACEMENTS[name] = Entry(name, target, summary)
+POLICIES: dict[str, Entry] = {e.name: e for e in builtin.POLICIES}
+PLACEMENTS: dict[str, Entry] = {e.name: e for e in builtin.PLACEMENTS}
 
 
 def _unknown(kind: str, name: str, known: dict[str, Entry]) -> PolicyError:
@@ -62,14 +28,12 @@ def _unknown(kind: str, name: str, known: dict[str, Entry]) -> PolicyError:
 
 
 def placement_entry(name: str) -> Entry:
-    _load_builtins()
     if name not in PLACEMENTS:
         raise _unknown("placement", name, PLACEMENTS)
     return PLACEMENTS[name]
 
 
 def policy_entry(name: str) -> Entry:
-    _load_builtins()
     if name not in POLICIES:
         raise _unknown("policy", name, POLICIES)
     return POLICIES[name]
@@ -88,22 +52,8 @@ def make_policy(name: str, placement: str | None = None) -> Policy:
 
 
 def policy_names() -> list[str]:
-    _load_builtins()
     return sorted(POLICIES)
 
 
 def placement_names() -> list[str]:
-    _load_builtins()
     return sorted(PLACEMENTS)
-
-
-_loaded = False
-
-
-def _load_builtins() -> None:
-    """Import the modules that register the shipped policies (cheap ones only)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    importlib.import_module("slurmrl.policy.builtin")

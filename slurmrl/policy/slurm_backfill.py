@@ -1,8 +1,8 @@
 """Slurm's sched/backfill: a reservation for every pending job it tests, not only the first.
 
 EASY backfill (:mod:`slurmrl.policy.backfill`) protects the head of the queue
-alone. Slurm's backfill plugin walks the pending jobs in priority order
-(at most ``bf_max_job_test`` of them), computes each one's earliest start on
+alone. Slurm's backfill plugin walks the pending jobs in priority order,
+computes each one's earliest start on
 a time map of when resources free up (running jobs end at their time
 limits), and records that start as a reservation in the map when it falls
 within ``bf_window``; a later job may start now only where it overlaps none
@@ -13,11 +13,25 @@ the window gets no reservation. Times in the map are rounded to
 ``_attempt_backfill`` and its ``node_space`` map; slurm.conf(5),
 SchedulerParameters; sched_config.html.)
 
+Two limits end a pass, as in ``_attempt_backfill`` (22.05 to 26.05).
+``bf_max_job_test`` counts the jobs actually tested (``bf_last_depth_try``,
+counted just before the select plugin's test): a job none of whose start
+times leaves it enough nodes outside the reservations (and all of its own
+node list) is passed over without a test and counts for nothing. And the
+``node_space`` table holds at most ``bf_node_space_size`` records (default
+``bf_max_job_test``): each reservation splits the time slices where it starts
+and ends, and once the table is full the pass stops before the next
+reservation (:class:`NodeSpace` keeps Slurm's record count).
+
 As in Slurm, the main scheduler (strict priority order, stopping at the
 first job that cannot start) runs at every decision, i.e. every job submit
 and end, and the backfill pass at most every ``bf_interval`` seconds, as
 :class:`EasyBackfill` splits them; the running-job bookkeeping is
-EasyBackfill's.
+EasyBackfill's. A job with its own node list (ReqNodeList, at least as many
+nodes as it asks for) runs only there, and when it cannot start it does not
+stop the main scheduler: its nodes are withheld from the jobs after it and
+the queue goes on, as ``_schedule`` in ``src/slurmctld/job_scheduler.c``
+does (22.05 to 26.05); the backfill pass then tests it in its place.
 
 A reservation withholds the whole nodes the placement would give the job,
 as Slurm's ``node_space`` map (node bitmaps per time slice) does. The
@@ -39,13 +53,13 @@ reservations, the pass stops (its later reservations would change nothing).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 import numpy as np
 
-from slurmrl.cluster.model import Placement
+from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import (
     BF_INTERVAL,
@@ -116,6 +130,7 @@ class TimeMap:
         self.ends = np.zeros(16)
         self.count = 0
         self.first_reserved = np.full(release.shape[0], math.inf)  # per node: earliest reservation start
+        self.never_reserved = release.shape[0]  # nodes no reservation holds
         finite = release[np.isfinite(release) & (release > now) & (release <= horizon)]
         # Candidate start times: now, then every time GPUs free up within the
         # window, with the GPUs released by then per node ([time, node]).
@@ -171,7 +186,26 @@ class TimeMap:
         self.starts[n], self.ends[n] = start, end
         self.count = n + 1
         self.first_reserved[picked] = np.minimum(self.first_reserved[picked], start)
+        self.never_reserved = int(np.isinf(self.first_reserved).sum())
         self._add_time(end)
+
+    def reaches_test(self, nodes: int, listed: frozenset[int] | None, limit: float) -> bool:
+        """Whether a job asking for ``nodes`` nodes (all of ``listed``, its own node list, if
+        any) has a start time in the window with that many nodes outside the reservations
+        for ``limit`` seconds: Slurm's check before the select plugin's test, which counts
+        nodes only (GPUs are the select plugin's business)."""
+        if nodes <= self.never_reserved and (
+            listed is None or all(math.isinf(self.first_reserved[n]) for n in listed)
+        ):
+            return True
+        _, blocked = self.node_counts(0, self.times.size, limit)
+        if blocked is None:
+            return nodes <= self.release.shape[0]
+        open_nodes = ~blocked
+        ok = open_nodes.sum(axis=1) >= nodes
+        if listed:
+            ok &= open_nodes[:, sorted(listed)].all(axis=1)
+        return bool(ok.any())
 
     def _released_at(self, times: np.ndarray) -> np.ndarray:
         """``[time, node]``: GPUs released by each of the (sorted) ``times``, by histogram and running sum."""
@@ -193,6 +227,70 @@ class TimeMap:
                 self.released = np.concatenate((rows[:i], rows[i - 1 : i], rows[i:]))
 
 
+class NodeSpace:
+    """The record count of Slurm's ``node_space`` table over one backfill pass.
+
+    Slurm keeps what each future time slice leaves free as a linked list of
+    records (begin, end, nodes free), from the pass start to the end of the
+    window, both rounded down to ``bf_resolution``. ``_add_reservation``
+    inserts a record where a reservation starts inside a slice (even at the
+    slice's own start) and one where it ends inside a slice, then merges at
+    most one pair of neighbouring records left alike; records are array slots
+    never given back, so the count only grows. Running jobs add none
+    (bf_running_job_reserve is off by default). Nodes are the bits of an int.
+    """
+
+    def __init__(self, now: float, window: float, resolution: float) -> None:
+        self.resolution = resolution
+        self.slices = [[self.down(now), self.down(now + window), 0]]  # begin, end, reserved nodes
+        self.records = 1
+
+    def down(self, t: float) -> float:
+        return math.floor(t / self.resolution) * self.resolution
+
+    def add(self, start: float, end: float, nodes: tuple[int, ...]) -> None:
+        """Reserve ``nodes`` from ``start`` to ``end`` as ``_add_reservation`` does."""
+        sl, mask = self.slices, sum(1 << n for n in set(nodes))
+        start = max(self.down(start), sl[0][0])
+        end = max(self.down(end), start + self.resolution)
+        before, at = 0, None
+        for k, piece in enumerate(sl):
+            if piece[1] > start:
+                sl.insert(k + 1, [start, piece[1], piece[2]])
+                piece[1] = start
+                self.records += 1
+                at = k
+                break
+            if piece[1] == start:
+                at = k
+                break
+            before = k
+        if at is None:
+            return  # starts after the window
+        after = len(sl)  # the merge below looks no further than the record after the reservation
+        k = at + 1
+        while k < len(sl):
+            piece = sl[k]
+            if end < piece[1]:
+                sl.insert(k + 1, [end, piece[1], piece[2]])
+                piece[1] = end
+                self.records += 1
+            piece[2] |= mask
+            if end == piece[1]:
+                after = k + 1
+                break
+            k += 1
+        for k in range(before, min(after, len(sl) - 1)):
+            if sl[k][2] == sl[k + 1][2]:
+                sl[k][1] = sl[k + 1][1]
+                del sl[k + 1]
+                break
+
+
+# What testing one job in a pass came to.
+UNTESTED, TESTED, CHANGED, TABLE_FULL = range(4)
+
+
 class SlurmBackfill(EasyBackfill):
     """Strict priority order at every decision, then Slurm's backfill pass every ``bf_interval``."""
 
@@ -207,18 +305,96 @@ class SlurmBackfill(EasyBackfill):
         bf_resolution: float = BF_RESOLUTION,
         bf_window: float = BF_WINDOW,
         backfill: bool = True,
+        node_space_size: int | None = None,
     ) -> None:
         super().__init__(name, ordering, placement, max_job_test=max_job_test, bf_interval=bf_interval)
+        self.node_space_size = node_space_size  # None: max_job_test's, as in Slurm
         self.bf_resolution = bf_resolution
         self.bf_window = bf_window
         self.backfill = backfill
         self.last_reservations = 0  # reservations made by the last backfill pass
+        self.last_tested = 0  # jobs the last backfill pass tested (Slurm's bf_last_depth_try)
         self._in_order = placement.name in IN_ORDER_PLACEMENTS
         self._rows: dict[str, tuple[JobView, tuple[int, int, float, bool]]] = {}  # per job, for _Queue
+        self._names: tuple[Cluster, dict[str, int]] | None = None  # node name -> index, per cluster
+
+    def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
+        """The main scheduler: strict priority order until a job cannot start, then backfill.
+
+        A job with its own node list that cannot start withholds those nodes
+        from the jobs after it instead of stopping the walk (Slurm's
+        ``_schedule``: such a job clears ``fail_by_part`` and its
+        ``req_node_bitmap`` leaves ``avail_node_bitmap``).
+        """
+        pool = view.pool
+        if pool.total_free == 0:
+            return []
+        copied = False
+        open_pool: GpuPool | None = None  # ``pool`` less the withheld nodes, once any are
+        passed: list[JobView] = []  # jobs with a node list the walk went past, for backfill
+        starts: list[Start] = []
+        queue = iter(ranked)
+        for job in queue:
+            if pool.total_free == 0:
+                break
+            here = pool if open_pool is None else open_pool
+            listed = self._node_list(job, view.cluster)
+            if listed is not None:
+                job = listed[0]
+            placement = self.placement.place(job, here, view) if job.gpus <= here.total_free else None
+            if placement is None:
+                if listed is not None and len(listed[1]) >= (job.num_nodes or 1):
+                    if open_pool is None:
+                        open_pool = pool.copy()
+                    open_pool.withhold(_node_rows(listed[1], open_pool.free))
+                    passed.append(job)
+                    continue
+                starts.extend(self._backfill(view, pool if copied else pool.copy(), job, queue, passed))
+                break
+            if not copied:
+                pool, copied = pool.copy(), True
+            pool.allocate(placement)
+            if open_pool is not None:
+                open_pool.allocate(placement)
+            starts.append(Start(job.job_id, placement))
+            self.started_now(view, job, placement)
+        return starts
+
+    def _node_list(self, job: JobView, cluster: Cluster) -> tuple[JobView, frozenset[int]] | None:
+        """``job`` bound to its own node list, and that list's nodes; None without one.
+
+        A name the cluster does not hold leaves the job nowhere to run.
+        """
+        if not job.required_nodes:
+            return None
+        if self._names is None or self._names[0] is not cluster:
+            self._names = (cluster, {n.name: i for i, n in enumerate(cluster.nodes)})
+        index = self._names[1]
+        listed = frozenset(index[n] for n in job.required_nodes if n in index)
+        usable = listed if len(listed) == len(set(job.required_nodes)) else frozenset()
+        if job.allowed_nodes is not None:
+            usable &= job.allowed_nodes
+        return replace(job, allowed_nodes=usable), listed
+
+    def _listed(self, job: JobView, cluster: Cluster) -> frozenset[int] | None:
+        """The nodes of ``job``'s own node list; None without one."""
+        listed = self._node_list(job, cluster)
+        return None if listed is None else listed[1]
+
+    def _bound(self, job: JobView, cluster: Cluster) -> JobView:
+        listed = self._node_list(job, cluster)
+        return job if listed is None else listed[0]
 
     def after_blocked(
         self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView]
     ) -> list[Start]:
+        return self._backfill(view, pool, head, rest, [])
+
+    def _backfill(
+        self, view: ClusterView, pool: GpuPool, head: JobView, rest: Iterator[JobView], passed: list[JobView]
+    ) -> list[Start]:
+        """The backfill pass over ``passed`` (jobs with a node list the main scheduler went past,
+        in their order), ``head`` (the job it stopped at) and ``rest``."""
         now = view.now
         if not self.backfill or now < self._next_backfill:
             return []
@@ -227,24 +403,39 @@ class SlurmBackfill(EasyBackfill):
             return []
         if len(self._rows) > 4 * len(view.pending) + 1024:
             self._rows.clear()
-        queue = _Queue(head, islice(rest, self.max_job_test - 1), now, len(pool.cluster.nodes), self._rows)
+        listed = (self._bound(job, view.cluster) for job in rest)
+        queue = _Queue([*passed, head], listed, now, len(pool.cluster.nodes), self._rows)
+        most = self.max_job_test
         unreserved = np.full(len(pool.cluster.nodes), math.inf)
-        target = queue.next_fit(0, pool.free_count, unreserved)
+        target = queue.next_fit(0, pool.free_count, unreserved, most)
         if target < 0:
-            return []  # nothing could start now whatever the reservations
+            return []  # nothing within reach could start now whatever the reservations
         tmap = TimeMap(self._release_times(view, pool), now, now + self.bf_window, self.bf_resolution)
+        space = NodeSpace(now, self.bf_window, self.bf_resolution)
+        size = self.node_space_size if self.node_space_size is not None else most
         verdicts: dict[Shape, _Verdicts] = {}
         starts: list[Start] = []
-        i = 0
+        i = tested = 0
+
+        def reaches(j: JobView) -> bool:
+            return tmap.reaches_test(j.num_nodes or 1, self._listed(j, view.cluster), limit_of(j))
+
         # Reservations matter only through the jobs they keep from starting now:
         # the pass goes on only while some job at or after the current one
-        # (``target``, the first such) could still fit in the free GPUs.
-        while 0 <= i <= target:
+        # (``target``, the first such) could still fit in the free GPUs, and
+        # fewer than ``most`` jobs were tested before it.
+        while 0 <= i <= target and tested < most:
             job = queue.jobs[i]
-            changed = self._test(view, pool, tmap, verdicts, job, job is head, starts)
+            outcome = self._test(view, pool, tmap, space, size, verdicts, job, job is head, starts)
+            if outcome == TABLE_FULL:
+                break
+            tested += outcome != UNTESTED
             i += 1
-            if changed or i > target:
-                target = queue.next_fit(max(i, target), pool.free_count, tmap.first_reserved)
+            if outcome == CHANGED or i > target:
+                target = queue.reach(
+                    i, max(i, target), most - tested, pool.free_count, tmap.first_reserved, reaches
+                )
+        self.last_tested = tested
         return starts
 
     def _test(
@@ -252,43 +443,52 @@ class SlurmBackfill(EasyBackfill):
         view: ClusterView,
         pool: GpuPool,
         tmap: TimeMap,
+        space: NodeSpace,
+        size: int,
         verdicts: dict[Shape, _Verdicts],
         job: JobView,
         is_head: bool,
         starts: list[Start],
-    ) -> bool:
-        """Start ``job`` now or reserve its earliest start; whether either happened."""
+    ) -> int:
+        """Start ``job`` now or reserve its earliest start: UNTESTED (too few nodes outside the
+        reservations), TESTED (neither), CHANGED (either), or TABLE_FULL (no room to reserve)."""
         now = view.now
+        limit = limit_of(job)
+        if not tmap.reaches_test(job.num_nodes or 1, self._listed(job, view.cluster), limit):
+            return UNTESTED
         shape = Shape(job.gpu_type, job.max_nodes(now), job.model)
         if job.allowed_nodes is not None or job.required_nodes:
             shape = Shape(f"{job.job_id}\0", shape.max_nodes, shape.model)  # never shared
         known = verdicts.setdefault(shape, _Verdicts())
-        limit = limit_of(job)
         if known.hopeless(job.gpus, limit):
-            return False
+            return TESTED
         # The main scheduler has just failed the head on this very pool: start from the next step.
         floor = max(known.floor(job.gpus, limit, now), math.nextafter(now, math.inf) if is_head else now)
         found = self._earliest(view, pool, tmap, job, limit, floor)
         if found is None:
             known.failed.append((job.gpus, limit))
-            return False
+            return TESTED
         at, placement = found
         known.floors[job.gpus, limit] = at
         if at <= now:
             pool.allocate(placement)
             tmap.start(_mask(placement, pool.free), now + limit)
             starts.append(Start(job.job_id, placement))
-            self.on_start(job, placement)
-        else:
-            tmap.reserve(placement.nodes, at, at + limit)
-            self.last_reservations += 1
-            if is_head:
-                self.last_shadow = at
-        return True
+            self.started_now(view, job, placement)
+            return CHANGED
+        if space.records >= size:
+            return TABLE_FULL
+        tmap.reserve(placement.nodes, at, at + limit)
+        space.add(at, at + limit, placement.nodes)
+        self.last_reservations += 1
+        if is_head:
+            self.last_shadow = at
+        return CHANGED
 
     def before_pass(self, view: ClusterView) -> None:
         super().before_pass(view)
         self.last_reservations = 0
+        self.last_tested = 0
 
     def _release_times(self, view: ClusterView, pool: GpuPool) -> np.ndarray:
         """Per GPU: ``now`` if free, else its job's limit-based end rounded up to the resolution."""
@@ -354,7 +554,7 @@ class _Queue:
 
     def __init__(
         self,
-        head: JobView,
+        first: list[JobView],
         rest: Iterator[JobView],
         now: float,
         nodes: int,
@@ -364,7 +564,7 @@ class _Queue:
         self._rest = rest
         self._now, self._nodes, self._cache = now, nodes, cache
         self._rows = np.zeros((0, 4))
-        self._load([head])
+        self._load(first)
 
     def _load(self, jobs: list[JobView]) -> None:
         rows = []
@@ -381,11 +581,35 @@ class _Queue:
         self.jobs.extend(jobs)
         self._rows = np.concatenate([self._rows, np.array(rows, dtype=float).reshape(-1, 4)])
 
-    def next_fit(self, i: int, free_count: np.ndarray, first_reserved: np.ndarray) -> int:
-        """The first position from ``i`` on whose job could still start now; -1 if none."""
+    def reach(
+        self,
+        lo: int,
+        i: int,
+        left: int,
+        free_count: np.ndarray,
+        first_reserved: np.ndarray,
+        reaches: Callable[[JobView], bool],
+    ) -> int:
+        """:meth:`next_fit` from ``i`` among the jobs a pass at ``lo`` with ``left`` tests to go
+        can reach: ``lo + left`` of them, and one more for each that will not be tested. Jobs
+        found untested now stay so: reservations only grow."""
+        checked, stop = lo, lo + left
         while True:
+            hit = self.next_fit(i, free_count, first_reserved, stop)
+            if hit >= 0 or len(self.jobs) < stop:
+                return hit
+            extra = sum(not reaches(job) for job in self.jobs[checked:stop])
+            if not extra:
+                return -1
+            checked = i = stop
+            stop += extra
+
+    def next_fit(self, i: int, free_count: np.ndarray, first_reserved: np.ndarray, stop: int) -> int:
+        """The first position from ``i`` on, before ``stop``, whose job could still start now;
+        -1 if none."""
+        while i < stop:
             if i < len(self.jobs):
-                rows = self._rows[i:]
+                rows = self._rows[i:stop]
                 usable = np.where(first_reserved[None, :] >= self._now + rows[:, 2:3], free_count[None, :], 0)
                 top = np.cumsum(-np.sort(-usable, axis=1), axis=1)  # [job, k-1]: GPUs on the k best nodes
                 spans = rows[:, 1].astype(np.int64)
@@ -393,11 +617,21 @@ class _Queue:
                 hits = np.flatnonzero(fits)
                 if hits.size:
                     return i + int(hits[0])
-                i = len(self.jobs)
+                i = min(stop, len(self.jobs))
+                if i >= stop:
+                    break
             more = list(islice(self._rest, self._CHUNK))
             if not more:
-                return -1
+                break
             self._load(more)
+        return -1
+
+
+def _node_rows(nodes: frozenset[int], like: np.ndarray) -> np.ndarray:
+    """Every GPU of ``nodes`` as a boolean ``[node, gpu]`` matrix shaped like ``like``."""
+    mask = np.zeros_like(like, dtype=bool)
+    mask[sorted(nodes)] = True
+    return mask
 
 
 def _eligible(job: JobView, pool: GpuPool) -> np.ndarray | None:

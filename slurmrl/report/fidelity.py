@@ -36,7 +36,6 @@ from slurmrl.report.runs import Run, Scenario, load_scenarios
 from slurmrl.sim.results import align_table, number_format
 
 SIM_STOCK_POLICY = "slurm"  # the simulated policy that stands for stock Slurm
-RANK_METRIC = "avg_jct"
 # (summary key, whether the table shows a relative difference for it)
 _PAIRED_METRICS = (("avg_jct", True), ("p95_jct", False), ("makespan", False))
 

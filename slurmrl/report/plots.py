@@ -9,6 +9,12 @@ their contrast on white and on near-black.
 Live runs (replayed on a real Slurm cluster) take the colour of their
 simulated twin and are drawn dashed (lines) or hatched (bars), so each
 policy's measured and simulated figures sit side by side in one hue.
+
+One policy far off the others (strict fifo waits days where the rest wait
+hours) would flatten every other curve against the axis. Linear value axes are
+then cut above the others (:func:`axis_cut`), the cut runs are marked where
+they leave the plot, and a note on the figure says where the axis is cut and
+how far each cut run goes.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -53,6 +60,10 @@ MAX_GROUPS = 12  # fairness plot: the busiest VCs/users only, so bars stay legib
 TIME_BINS = 200
 LIVE_DASH = (0, (4, 2))  # line style of live runs
 LIVE_HATCH = "////"  # bar hatch of live runs
+# A run whose peak is this many times every other run's squeezes them into the bottom fifth
+# of a linear axis: the axis is cut instead, CUT_HEADROOM above the highest run it keeps.
+OUTLIER_RATIO = 5.0
+CUT_HEADROOM = 1.15
 
 _STYLE = {
     "svg.fonttype": "none",
@@ -121,9 +132,57 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _legend(ax: plt.Axes, n: int) -> None:
-    if n:
+def _legend(ax: plt.Axes, n: int, beside: bool = False) -> None:
+    """``beside``: right of the axes, where bars cut at the top would run through it inside."""
+    if n and beside:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    elif n:
         ax.legend(loc="best", fontsize=8, ncols=1 if n < 6 else 2)
+
+
+@dataclass(frozen=True)
+class AxisCut:
+    """A value axis cut at ``top`` so the runs that are not outliers fill it."""
+
+    top: float
+    outliers: tuple[tuple[str, float], ...]  # (label, peak) of each run drawn past the top
+
+    def note(self, unit: str) -> str:
+        over = "; ".join(f"{label} up to {_short(peak)}{unit}" for label, peak in self.outliers)
+        return f"axis cut at {_short(self.top)}{unit}, above: {over}"
+
+
+def axis_cut(peaks: Mapping[str, float]) -> AxisCut | None:
+    """Where to cut a linear axis so outliers do not flatten the other runs; None: no need.
+
+    Runs are sorted by peak; the cut goes under the widest set of top runs (at
+    most half of them) whose lowest peak is over OUTLIER_RATIO times the next
+    run's, so at least half the runs are always drawn whole.
+    """
+    ranked = sorted(((v, label) for label, v in peaks.items() if math.isfinite(v)), reverse=True)
+    for k in range(len(ranked) // 2, 0, -1):
+        above, below = ranked[k - 1][0], ranked[k][0]
+        if below > 0 and above > OUTLIER_RATIO * below:
+            return AxisCut(below * CUT_HEADROOM, tuple((label, v) for v, label in ranked[:k]))
+    return None
+
+
+def _short(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.2g}"
+
+
+def _cut_axis(ax: plt.Axes, cut: AxisCut | None, unit: str) -> None:
+    """Cut the y axis (bottom at zero) and note the cut above the plot."""
+    if cut is None:
+        return
+    ax.set_ylim(0, cut.top)
+    ax.set_title(cut.note(unit), loc="left", fontsize=8)
+
+
+def _peak(values: Sequence[float] | np.ndarray) -> float:
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 def _render(draw, ident: str, title: str, **fig_kw: float) -> str:
@@ -196,21 +255,25 @@ def _bar_style(run: Run, color: str) -> dict[str, object]:
 
 
 def _grouped_bars(
-    ax: plt.Axes, groups: Sequence[str], series: Sequence[tuple[Run, str, Sequence[float]]]
-) -> None:
+    ax: plt.Axes, groups: Sequence[str], series: Sequence[tuple[Run, str, Sequence[float]]], unit: str
+) -> AxisCut | None:
+    """One bar per run in each group; an outlier run's bars are cut at the axis top and marked there."""
     n = max(len(series), 1)
     width = 0.8 / n
     x = np.arange(len(groups))
+    cut = axis_cut({run.label: _peak(values) for run, _, values in series})
     for i, (run, color, values) in enumerate(series):
-        ax.bar(
-            x - 0.4 + width * (i + 0.5),
-            np.nan_to_num(np.asarray(values, dtype=float), nan=0.0),
-            width=width,
-            label=run.label,
-            **_bar_style(run, color),
-        )
+        heights = np.nan_to_num(np.asarray(values, dtype=float), nan=0.0)
+        at = x - 0.4 + width * (i + 0.5)
+        ax.bar(at, heights, width=width, label=run.label, **_bar_style(run, color))
+        if cut is not None and (over := heights > cut.top).any():
+            ax.plot(
+                at[over], np.full(over.sum(), cut.top), linestyle="none", marker=6, color=color, clip_on=False
+            )
     ax.set_xticks(x, groups)
     ax.grid(axis="x", visible=False)
+    _cut_axis(ax, cut, unit)
+    return cut
 
 
 def wait_by_gpus(scenario: Scenario, colors: dict[str, str], ident: str = "wait-gpus") -> str:
@@ -227,10 +290,10 @@ def wait_by_gpus(scenario: Scenario, colors: dict[str, str], ident: str = "wait-
             (run, colors[run.label], [stats[run.label].get(g, math.nan) / 3600.0 for g in groups])
             for run in scenario.runs
         ]
-        _grouped_bars(ax, groups, series)
+        cut = _grouped_bars(ax, groups, series, " h")
         ax.set_xlabel("GPUs requested by the job [GPUs]")
         ax.set_ylabel("mean wait [hours]")
-        _legend(ax, len(series))
+        _legend(ax, len(series), beside=cut is not None)
 
     return _render(draw, ident, "Mean wait by job GPU count per policy")
 
@@ -266,6 +329,7 @@ def over_time(scenario: Scenario, colors: dict[str, str], ident: str = "over-tim
 
     def draw(fig: Figure, axes: np.ndarray) -> None:
         top, bottom = axes
+        pending = {run.label: _binned(run.results.samples, "pending_jobs", edges) for run in runs}
         for run in runs:
             style = {
                 "color": colors[run.label],
@@ -273,10 +337,11 @@ def over_time(scenario: Scenario, colors: dict[str, str], ident: str = "over-tim
                 "linewidth": 1.3,
                 "linestyle": _line_style(run),
             }
-            top.plot(hours, _binned(run.results.samples, "pending_jobs", edges), **style)
+            top.plot(hours, pending[run.label], **style)
             busy = _binned(run.results.samples, "busy_gpus", edges)
             bottom.plot(hours, busy / total if total else busy, **style)
         top.set_ylabel("pending jobs [jobs]")
+        _cut_axis(top, axis_cut({label: _peak(v) for label, v in pending.items()}), " jobs")
         bottom.set_ylabel("GPU utilization [fraction]" if total else "busy GPUs [GPUs]")
         if total:
             bottom.set_ylim(0, 1.02)
@@ -337,13 +402,13 @@ def fairness(scenario: Scenario, colors: dict[str, str], ident: str = "fairness"
             (run, colors[run.label], [stats[run.label].get(g, math.nan) for g in groups])
             for run in scenario.runs
         ]
-        _grouped_bars(ax, groups, series)
+        cut = _grouped_bars(ax, groups, series, "×")
         ax.set_xlabel(f"{noun} [busiest {len(groups)} by job count]" if len(counts) > len(groups) else noun)
         ax.set_ylabel("mean bounded slowdown [×]")
         if len(groups) > 5:
             for tick in ax.get_xticklabels():
                 tick.set_rotation(35)
                 tick.set_horizontalalignment("right")
-        _legend(ax, len(series))
+        _legend(ax, len(series), beside=cut is not None)
 
     return _render(draw, ident, f"Mean bounded slowdown per {noun} and policy"), noun

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import jinja2
 
-import slurmrl
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 from slurmrl.report import plots
 from slurmrl.report.cards import Card, find_cards, markdown_to_html
 from slurmrl.report.fidelity import build_fidelity, fidelity_markdown, has_live_runs
+from slurmrl.report.gap import format_stat, gap_closures, gap_row
 from slurmrl.report.runs import Run, Scenario, load_scenarios
 from slurmrl.report.site_files import read_asset, site_dir
 from slurmrl.report.table import METRICS, build_table
@@ -63,6 +64,40 @@ def _fidelity_html(scenario: Scenario) -> str | None:
     if not has_live_runs(scenario):
         return None
     return markdown_to_html(fidelity_markdown(build_fidelity(scenario)))
+
+
+@dataclass(frozen=True)
+class GapLine:
+    """One learned policy's gap closure as the scenario page shows it."""
+
+    policy: str
+    jct: str
+    excess: str
+    heuristic: str
+    reference: str
+    headroom: str  # (H - O) / H
+    vs_heuristic: str  # (P - H) / H
+
+
+def _gaps(scenario: Scenario) -> tuple[GapLine, ...]:
+    """Gap closure of the learned runs of a scenario (simulated runs only)."""
+    runs = [r for r in scenario.runs if not r.live]
+    if not runs:
+        return ()
+    rows = [gap_row(r.label, r.results.summary.to_dict(), r.results.meta) for r in runs]
+    elastic = str(runs[0].results.meta.get("elastic", "off")) != "off"
+    return tuple(
+        GapLine(
+            g.policy,
+            format_stat(g.jct),
+            format_stat(g.excess),
+            g.heuristic,
+            g.reference,
+            format_stat(g.headroom),
+            format_stat(g.vs_heuristic),
+        )
+        for g in gap_closures([rows], elastic=elastic)
+    )
 
 
 def live_note(run: Run) -> str:
@@ -114,7 +149,7 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     common = {
         "css": read_asset("site.css"),
         "js": read_asset("table-sort.js"),
-        "version": slurmrl.__version__,
+        "version": __version__,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "metrics": METRICS,
     }
@@ -165,6 +200,7 @@ def _scenario_html(env: jinja2.Environment, common: dict, nav: dict, page: Scena
         has_oracle=any(not r.deployable for r in sc.runs),
         has_deployable=any(r.deployable for r in sc.runs),
         fidelity_html=_fidelity_html(sc),
+        gaps=_gaps(sc),
         live_notes={r.label: live_note(r) for r in sc.runs if r.live},
     )
 

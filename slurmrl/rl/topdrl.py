@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from slurmrl.errors import PolicyError
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.rl import checkpoints
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.lead import check_lead, lead_policy
 from slurmrl.rl.netconfig import NetConfig, weight_shapes
 from slurmrl.rl.window_policy import WindowPolicy
 
@@ -48,6 +49,9 @@ class Checkpoint:
     obs: ObsConfig
     allow_wait: bool = False
     placement: str = "topology"
+    # A deployable heuristic whose decisions lead the window (WindowPolicy's
+    # ``lead``): "" for the original window (oldest + smallest asked GPU-time).
+    lead: str = ""
 
 
 def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
@@ -63,6 +67,7 @@ def save_checkpoint(
     obs: ObsConfig,
     *,
     allow_wait: bool = False,
+    lead: str = "",
     extra: Mapping[str, object] | None = None,
 ) -> None:
     config: dict[str, object] = {
@@ -73,6 +78,8 @@ def save_checkpoint(
         "allow_wait": allow_wait,
         "placement": "topology",
     }
+    if lead:
+        config["lead"] = lead
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)
@@ -95,7 +102,10 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
             f"layout ({obs.job_features} features)",
             file=str(cfg_path),
         )
-    return Checkpoint(net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")))
+    lead = check_lead(str(raw.get("lead", "")), cfg_path)
+    return Checkpoint(
+        net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")), lead
+    )
 
 
 def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
@@ -124,6 +134,8 @@ def shipped_policy_dir(name: str = DEFAULT_POLICY) -> Path:
 class TopDRLPolicy(WindowPolicy):
     """Deterministic job picker over a trained network, with a placement for the GPUs."""
 
+    learned = True  # a trained network: judged by gap closure against the heuristics
+
     def __init__(
         self,
         weights: NumpyTopDRL,
@@ -132,8 +144,9 @@ class TopDRLPolicy(WindowPolicy):
         *,
         allow_wait: bool = False,
         name: str = "topdrl",
+        lead: Policy | None = None,
     ) -> None:
-        super().__init__(obs, placement, allow_wait=allow_wait, name=name)
+        super().__init__(obs, placement, allow_wait=allow_wait, name=name, lead=lead)
         self._infer = weights
 
     @classmethod
@@ -150,14 +163,28 @@ class TopDRLPolicy(WindowPolicy):
             obs = ObsConfig(window, min(obs.oldest, window), obs.models)
         place = placement or make_placement(ckpt.placement)
         weights = NumpyTopDRL(ckpt.net, state)
-        return cls(weights, obs, place, allow_wait=ckpt.allow_wait, name=f"topdrl:{directory.name}")
+        return cls(
+            weights,
+            obs,
+            place,
+            allow_wait=ckpt.allow_wait,
+            name=f"topdrl:{directory.name}",
+            lead=lead_policy(ckpt.lead, place.name),
+        )
 
     @classmethod
     def from_net(
-        cls, net: TopDRLNet, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False
+        cls,
+        net: TopDRLNet,
+        obs: ObsConfig,
+        placement: PlacementPolicy,
+        *,
+        allow_wait: bool = False,
+        lead: str = "",
     ) -> TopDRLPolicy:
         """The policy of a network in training, on a numpy copy of its weights taken now."""
-        return cls(NumpyTopDRL(net.cfg, checkpoints.numpy_state(net)), obs, placement, allow_wait=allow_wait)
+        weights = NumpyTopDRL(net.cfg, checkpoints.numpy_state(net))
+        return cls(weights, obs, placement, allow_wait=allow_wait, lead=lead_policy(lead, placement.name))
 
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._infer.logits(jobs, grid, glob, mask)

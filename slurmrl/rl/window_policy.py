@@ -10,6 +10,16 @@ again with the updated cluster until nothing fits. Subclasses only score.
 first window job that fits. It sees exactly the candidates and placement the
 trained agent sees, so comparing the two shows what the network adds over the
 window itself.
+
+Led by a heuristic (``lead``): the window then follows a deployable
+heuristic instead. At each decision point the heuristic decides as it would
+alone; its starts, in its order and on its GPUs, fill the window's first
+rows, the rest of its ranking the others, and its preemptions and wake-up
+stand. The network's logits are added to a prior that ranks the proposals
+in order, then "stop", then the other rows, one unit apart
+(:func:`lead_prior`), so a network that outputs zero starts exactly the
+heuristic's jobs on exactly its GPUs: the untrained policy *is* the
+heuristic, and learning can only move it from there.
 """
 
 from __future__ import annotations
@@ -19,25 +29,45 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig
 from slurmrl.rl.inference import MASKED, pick
+from slurmrl.rl.lead import Led, led_decisions, propose
+
+# Prior gap between consecutive ranks of a heuristic-led window (see the module docstring).
+LEAD_STEP = 1.0
 
 
-class WindowPolicy:
+def lead_prior(proposed: int, window: int) -> np.ndarray:
+    """``[window + 1]``: proposal i gets ``-i``, stop ``-proposed``, other row j ``-(window + 1 + j)``."""
+    prior = -LEAD_STEP * (window + 1 + np.arange(window + 1, dtype=np.float32))
+    prior[:proposed] = -LEAD_STEP * np.arange(proposed, dtype=np.float32)
+    prior[window] = -LEAD_STEP * proposed
+    return prior
+
+
+class WindowPolicy(Led):
     """Starts window jobs, one pick at a time, until nothing fits; subclasses give the logits."""
 
     deployable = True
 
     def __init__(
-        self, obs: ObsConfig, placement: PlacementPolicy, *, allow_wait: bool = False, name: str = "window"
+        self,
+        obs: ObsConfig,
+        placement: PlacementPolicy,
+        *,
+        allow_wait: bool = False,
+        name: str = "window",
+        lead: Policy | None = None,
     ) -> None:
         self.name = name
         self.obs_config = obs
         self.placement = placement
         self.allow_wait = allow_wait
+        self.lead = lead
         self._feat: Featurizer | None = None
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
@@ -66,6 +96,8 @@ class WindowPolicy:
         feat = self._featurizer(view)
         feat.absorb(view.finished)
         feat.sync_running(view.running)
+        if self.lead is not None:
+            return self._decide_led(view, feat, self.lead)
         k = self.obs_config.window
         if view.pool.total_free == 0 or not view.pending:
             return Decisions(order=JobIds(view.pending))
@@ -90,12 +122,53 @@ class WindowPolicy:
             if placement is None:  # cannot happen: masked logits keep infeasible picks out
                 break
             pool.allocate(placement)
+            confirm_start(self.placement, job, placement, view)
             feat.hold(job, placement, view.now)
             started.append(job)
             starts.append(Start(job.job_id, placement))
             skip.add(job.job_id)
         order = JobIds(_order(started, ranked_window, view.pending))
         return Decisions(order=order, starts=tuple(starts))
+
+    def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
+        """Picks over the lead heuristic's proposals (see the module docstring)."""
+        k = self.obs_config.window
+        proposal = propose(lead, view)
+        pool = proposal.pool
+        began: list[tuple[JobView, Placement]] = []
+        done: set[str] = set()
+        while True:
+            props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
+            others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
+            window = [j for j, _ in props] + others
+            if not window:
+                break
+            obs = feat.observe(
+                view,
+                pool,
+                window,
+                pending_count=len(view.pending) - len(began),
+                running_count=len(view.running) + len(began),
+                allow_wait=True,
+            )
+            placements = list(obs.placements)
+            mask = obs.mask.copy()
+            for i, (_, placement) in enumerate(props):
+                placements[i] = placement if pool.is_free(placement) else None
+                mask[i] = placements[i] is not None
+            mask[k] = True
+            logits = self._logits(obs.jobs, obs.cluster, obs.globals, mask) + lead_prior(len(props), k)
+            best = pick(np.where(mask, logits, np.float32(MASKED)))
+            chosen = placements[best] if best < len(window) else None
+            if chosen is None:
+                break  # stop: the rest waits for the next decision point
+            job = window[best]
+            pool.allocate(chosen)
+            confirm_start(self.placement, job, chosen, view)
+            feat.hold(job, chosen, view.now)
+            began.append((job, chosen))
+            done.add(job.job_id)
+        return led_decisions(proposal, view, began)
 
 
 def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import difflib
-import os
+import math
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 from slurmrl.errors import SlurmrlError
 
@@ -24,7 +23,7 @@ class Scenario:
 
     name: str
     summary: str
-    trace: str  # "embedded:NAME" or a path relative to the shared traces folder
+    trace: str  # "embedded:NAME" or a path relative to a traces folder (slurmrl.traces.store)
     cluster: str  # a cluster spec as --cluster takes it; "data:FILE" = shipped spec
     start: float | None = None  # window on submit time, seconds
     end: float | None = None
@@ -33,6 +32,12 @@ class Scenario:
     # GPU type the trace's durations were measured on ("" = the cluster's most
     # common type, which leaves a homogeneous cluster at trace speed).
     reference_gpu: str = ""
+    # Warm start: the jobs submitted from ``warmup_start`` up to ``start`` are
+    # replayed first by the deployable heuristic ``warm_policy``, and the
+    # policy under test takes over the busy cluster at ``start``; only the
+    # jobs of [start, end) are measured. None: the replay starts empty.
+    warmup_start: float | None = None
+    warm_policy: str = ""
 
     def window(self) -> str:
         """The submit-time window in days, e.g. ``days 7-14``, or ``whole trace``."""
@@ -40,7 +45,10 @@ class Scenario:
             return "whole trace"
         lo = f"{(self.start or 0.0) / DAY:g}"
         hi = f"{self.end / DAY:g}" if self.end is not None else "end"
-        return f"days {lo}-{hi}"
+        warm = ""
+        if self.warmup_start is not None:
+            warm = f" after days {self.warmup_start / DAY:g}-{lo} under {self.warm_policy}"
+        return f"days {lo}-{hi}{warm}"
 
     def cluster_spec(self) -> str:
         if self.cluster.startswith("data:"):
@@ -51,27 +59,22 @@ class Scenario:
     def trace_path(self) -> str:
         if self.trace.startswith("embedded:"):
             return self.trace
-        return str(shared_traces_dir() / self.trace)
+        from slurmrl.traces.store import locate
+
+        return str(locate(self.trace))
 
 
-def shared_traces_dir() -> Path:
-    """Where the public traces live: ``$SLURMRL_TRACES`` or ``../shared/traces``.
+def may_share_jobs(a: Scenario, b: Scenario) -> bool:
+    """Whether two scenarios' measured windows can hold a common job.
 
-    The default is looked up beside the current directory and beside the
-    source checkout, the two places a clone of this repository sits next to.
+    Same trace, a common VC (or no VC filter on either) and overlapping
+    submit windows. A warm-started scenario's warm-up jobs do not count: a
+    heuristic schedules them, not the policy under test.
     """
-    env = os.environ.get("SLURMRL_TRACES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parents[2]
-    for base in (Path.cwd(), here):
-        candidate = (base / ".." / "shared" / "traces").resolve()
-        if candidate.is_dir():
-            return candidate
-    raise SlurmrlError(
-        "the shared traces folder was not found",
-        hint="set SLURMRL_TRACES to the folder holding philly/ and alibaba/, or use an embedded scenario",
-    )
+    if a.trace != b.trace or (a.vcs and b.vcs and not set(a.vcs) & set(b.vcs)):
+        return False
+    lo, hi = max(a.start or 0.0, b.start or 0.0), min(a.end or math.inf, b.end or math.inf)
+    return lo < hi
 
 
 def _philly_week(week: int, role: str) -> Scenario:
@@ -90,7 +93,8 @@ def _philly_week(week: int, role: str) -> Scenario:
 GAVEL_MSR = "benchmarks/gavel/msr_seed0/{vc}.trace.gz"
 
 
-CHRONUS_MIX1 = "benchmarks/chronus/trace_job_Philly_MIX1.csv.gz"
+CHRONUS = "benchmarks/chronus/trace_job_Philly_{mix}.csv.gz"
+CHRONUS_MIX1 = CHRONUS.format(mix="MIX1")
 
 
 def _chronus_vc(vc: str, cluster: str, role: str) -> Scenario:
@@ -107,8 +111,21 @@ def _chronus_vc(vc: str, cluster: str, role: str) -> Scenario:
     )
 
 
+def _chronus_heldout(mix: str, vc: str, cluster: str) -> Scenario:
+    """A Chronus trace other than MIX1, on a VC no policy trained, adapted or was evaluated on."""
+    return Scenario(
+        f"chronus-{mix.lower()}-{vc}",
+        f"Chronus {mix} jobs of Philly VC {vc} (model classes recorded, time unit as the trace's) "
+        f"on {cluster} (held-out suite)",
+        CHRONUS.format(mix=mix),
+        cluster,
+        vcs=(vc,),
+        role="eval",
+    )
+
+
 def _gavel_vc(vc: str, cluster: str, role: str) -> Scenario:
-    what = "RL training" if role == "train" else "RL evaluation, unseen in training"
+    what = {"train": "RL training", "eval": "RL evaluation, unseen in training"}.get(role, role)
     return Scenario(
         f"gavel-msr-{vc}",
         f"Gavel msr trace of Philly VC {vc} (model classes recorded) on {cluster} ({what})",
@@ -220,7 +237,57 @@ _LIST = [
         OPENB_START,
     ),
 ]
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST}
+
+# The held-out suite's ground (slurmrl/scenarios/data/heldout.toml): windows
+# and VCs that no shipped policy trained, adapted or was evaluated on when the
+# suite was frozen. Contended Philly: weeks 3-4 on 448 GPUs, once from an
+# empty cluster and once after weeks 1-2 replayed by stock Slurm's policy, so
+# the policy under test takes over a busy cluster with its backlog (only
+# weeks 3-4 are measured; the backlog left at hand-over may hold jobs of
+# weeks 1-2, which only a heuristic scheduled before).
+_HELDOUT = [
+    Scenario(
+        "philly-448-weeks3-4",
+        "Philly weeks 3-4 on 448 V100 GPUs: contended by size (held-out suite)",
+        PHILLY,
+        "7x8x8:v100",
+        2 * WEEK,
+        4 * WEEK,
+        role="eval",
+    ),
+    Scenario(
+        "philly-448-weeks3-4-warm",
+        "Philly weeks 3-4 on 448 V100 GPUs, taken over after weeks 1-2 under slurm (held-out suite)",
+        PHILLY,
+        "7x8x8:v100",
+        2 * WEEK,
+        4 * WEEK,
+        role="eval",
+        warmup_start=0.0,
+        warm_policy="slurm",
+    ),
+    Scenario(
+        "philly-hetero-weeks3-4",
+        "Philly weeks 3-4 on the 640-GPU V100/P100/K80 cluster, durations read as P40 times (held-out suite)",
+        PHILLY,
+        "data:hetero-640.toml",
+        2 * WEEK,
+        4 * WEEK,
+        role="eval",
+        reference_gpu="p40",
+    ),
+    # Gavel msr VCs no scenario used before (6214e9: 2,000 jobs, 7f04ca: 972),
+    # each on a cluster sized to an offered load near 0.85.
+    _gavel_vc("6214e9", "1x16x8:v100", "eval"),
+    _gavel_vc("7f04ca", "1x5x8:v100", "eval"),
+    # Chronus MIX2 and SLO (other model mixes and arrivals than MIX1) on VCs
+    # none of the MIX1 scenarios uses, sized to an offered load near 0.9.
+    _chronus_heldout("MIX2", "103959", "1x13x8:v100"),
+    _chronus_heldout("MIX2", "e13805", "1x12x8:v100"),
+    _chronus_heldout("SLO", "11cb48", "1x14x8:v100"),
+    _chronus_heldout("SLO", "2869ce", "1x13x8:v100"),
+]
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT}
 
 
 def scenario_names() -> list[str]:

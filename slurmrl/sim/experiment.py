@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from slurmrl import __version__
+from slurmrl._version import __version__
 from slurmrl.cluster.model import Cluster
 from slurmrl.errors import ConfigError, SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL
@@ -43,6 +43,10 @@ class Workload:
     # GPU type the trace's durations were measured on, when the scenario knows
     # it; an explicit --reference-gpu wins.
     reference_gpu: str = ""
+    # Warm start (slurmrl.sim.handover): ``warm_policy`` schedules the jobs
+    # submitted before ``handover``; only the later ones are measured.
+    handover: float | None = None
+    warm_policy: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,12 +142,15 @@ def prepare(
     max_gpus: int | None = None,
     limit: int | None = None,
     time_limits: bool = True,
+    trace_format: str = "auto",
 ) -> Workload:
     """Load, select, scale and check a workload.
 
     A scenario keeps its trace's timeline: arrivals are compressed only when
     the caller asks, by ``arrival_scale`` (inter-arrival times divided by it)
     or by ``target_load`` (the scale that makes the offered load equal it).
+    ``trace_format`` names the trace's format (see ``slurmrl.traces.FORMATS``)
+    when its file name and first line do not tell.
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
@@ -154,19 +161,23 @@ def prepare(
     if arrival_scale is not None and not arrival_scale > 0:
         raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
     label = trace or DEFAULT_TRACE
+    handover: float | None = None
+    warm = ""
     if scenario is not None:
-        if trace is not None or cluster is not None:
+        if trace is not None or cluster is not None or trace_format != "auto":
             raise SlurmrlError(
-                "--scenario fixes the trace and the cluster; drop --trace/--cluster or --scenario"
+                "--scenario fixes the trace and the cluster; drop --trace/--cluster/--format or --scenario"
             )
         sc = get_scenario(scenario)
         trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
+        if sc.warmup_start is not None and start is None:
+            start, handover, warm = sc.warmup_start, sc.start, sc.warm_policy
         start = sc.start if start is None else start
         end = sc.end if end is None else end
         vcs = vcs or sc.vcs
     the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
     with paused_gc():
-        loaded = load_trace(trace or DEFAULT_TRACE, skip_bad=skip_bad)
+        loaded = load_trace(trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
         chosen = select(
             loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
         )
@@ -176,15 +187,26 @@ def prepare(
         factor = arrival_scale or 1.0
         if target_load is not None:
             factor = arrival_scale_for(chosen, the_cluster, target_load)
+        first_measured = None
+        if handover is not None:
+            first_measured = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= handover), None)
+            if first_measured is None:
+                raise SlurmrlError(
+                    f"scenario '{label}' keeps no job after its warm-up window",
+                    hint="--limit counts from the first warm-up job",
+                )
         if factor != 1.0:
             chosen = select(chosen, load=factor)
+        if first_measured is not None:
+            # The hand-over is the first measured job's arrival, on the (possibly scaled) timeline.
+            handover = chosen.jobs[first_measured].submit_time
         if time_limits:
             from slurmrl.sim.time_limits import with_time_limits
 
             chosen = with_time_limits(chosen, seed)
     load = offered_load(chosen, the_cluster)
     reference = sc.reference_gpu if scenario is not None else ""
-    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference)
+    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference, handover, warm)
 
 
 def run_policy(
@@ -204,23 +226,37 @@ def run_policy(
         policy_obj = make_policy(policy, placement)
         placement_name = placement or entry.default_placement
         deployable = entry.deployable
+        learned = entry.learned
     else:
         policy_obj, name = policy, policy.name
         placement_name = placement or getattr(getattr(policy, "placement", None), "name", "")
         deployable = policy.deployable
+        learned = bool(getattr(policy, "learned", False))
     if workload.reference_gpu and not settings.reference_gpu:
         settings = replace(settings, reference_gpu=workload.reference_gpu)
+    if workload.handover is not None:
+        from slurmrl.sim.handover import HandOver, warm_policy
+
+        policy_obj = HandOver(warm_policy(workload.warm_policy), policy_obj, workload.handover)
     sim = Simulator(workload.trace, workload.cluster, config=sim_config(settings, workload.seed))
     t0 = time.perf_counter()
     result = sim.run(policy_obj, progress=progress)
     wall = time.perf_counter() - t0
-    summary = summarize(result.records, result.samples, workload.cluster, wall_seconds=wall).to_dict()
+    records, samples = result.records, result.samples
+    if workload.handover is not None:
+        from slurmrl.sim.handover import measured
+
+        records, samples = measured(records, samples, workload.handover)
+    summary = summarize(records, samples, workload.cluster, wall_seconds=wall).to_dict()
     meta: dict[str, object] = {
         "policy": name,
         "placement": placement_name,
         "deployable": deployable,
+        "learned": learned,
+        "preemptive": bool(getattr(policy_obj, "preemptive", False)),
         "workload": workload.label,
         "trace": workload.trace.source,
+        "trace_format": workload.trace.format,
         "cluster": workload.cluster.describe(),
         "seed": workload.seed,
         **workload_meta(workload),
@@ -228,7 +264,7 @@ def run_policy(
         "decisions": result.decisions,
         "version": __version__,
     }
-    return RunOutput(summary, result.records, result.samples, meta)
+    return RunOutput(summary, records, samples, meta)
 
 
 def save_run(out: str | Path, result: RunOutput) -> None:
@@ -244,6 +280,9 @@ def save_run(out: str | Path, result: RunOutput) -> None:
 def workload_meta(workload: Workload) -> dict[str, object]:
     """How the workload's timeline was set: scale, the target it met (if any), the load it gives."""
     meta: dict[str, object] = {"arrival_scale": round(workload.arrival_scale, 6)}
+    if workload.handover is not None:
+        meta["handover"] = workload.handover
+        meta["warm_policy"] = workload.warm_policy
     if workload.target_load is not None:
         meta["target_load"] = workload.target_load
     meta["offered_load"] = round(workload.offered_load, 6)

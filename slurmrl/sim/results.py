@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-import slurmrl
+from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 from slurmrl.sim.metrics import Summary
 from slurmrl.sim.records import JobRecord, Sample
@@ -123,7 +123,7 @@ def write_results(
     try:
         out.mkdir(parents=True, exist_ok=True)
         meta_out = dict(meta)
-        meta_out.setdefault("version", slurmrl.__version__)
+        meta_out.setdefault("version", __version__)
         payload = {**summary_dict, "meta": _json_safe(meta_out)}
         text = json.dumps(payload, indent=2, allow_nan=False)
         (out / SUMMARY_FILE).write_text(text + "\n", encoding="utf-8")

@@ -20,12 +20,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from slurmrl.cluster.model import Cluster
-
-if TYPE_CHECKING:  # snapshot.py builds views with this module
-    from slurmrl.slurm.snapshot import SlurmJob, SlurmNode
+from slurmrl.slurm.records import SlurmJob, SlurmNode
 
 log = logging.getLogger(__name__)
 

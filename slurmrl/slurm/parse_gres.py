@@ -2,8 +2,10 @@
 
 Slurm spells the same thing several ways depending on version and field:
 ``gpu:v100:8`` (node GRES), ``gpu:v100:2(IDX:0-1)`` (GRES in use, per node of
-a running job), ``gres:gpu:2`` (22.05 ``tres_per_*``), ``gres/gpu:2`` or
-``gres/gpu:v100:2`` (23.02 and later), ``gres/gpu=4`` (TRES request strings),
+a running job), ``gres:gpu:2`` (``tres_per_*`` up to 23.02), ``gres/gpu:2`` or
+``gres/gpu:v100:2`` (23.11 and later: ``gres_prepend_tres_type`` in
+``src/interfaces/gres.c`` writes ``gres/`` from 23.11.0 on, ``gres:`` in
+23.02.7), ``gres/gpu=4`` (TRES request strings),
 and ``gpu:v100:8(S:0-1)`` with socket affinity. These functions reduce all of
 them to (type, count, indices) so the rest of the code never sees the spelling.
 """

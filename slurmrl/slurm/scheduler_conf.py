@@ -15,12 +15,16 @@ default where the file is silent (slurm.conf(5), Slurm 22.05):
 * ``PriorityFavorSmall`` defaults to ``NO``;
 * ``PriorityFlags``: Fair Tree is the fair-share algorithm since 19.05
   unless ``NO_FAIR_TREE`` (or ``DEPTH_OBLIVIOUS``, which implies it) is set
-  (fair_tree.html);
+  (fair_tree.html); ``SMALL_RELATIVE_TO_TIME`` sizes jobs per minute of
+  time limit; the other flags are read and checked but change nothing the
+  simulator models;
 * ``SchedulerType`` defaults to ``sched/backfill``; ``SchedulerParameters``
   gives ``bf_interval`` (seconds, default 30), ``bf_resolution`` (seconds,
   default 60), ``bf_window`` (minutes, default 1440) and
-  ``bf_max_job_test`` (default 500); the ranges checked are the ones
-  slurm.conf(5) documents for them.
+  ``bf_max_job_test`` (default 500) and ``bf_node_space_size`` (records of
+  backfill's resource/time table, default ``bf_max_job_test``; from 2 to
+  2,000,000, ``backfill.c``); the ranges checked are the ones slurm.conf(5)
+  documents for them.
 
 The same ``Key = "value"`` pairs make the ``[scheduler]`` table of a TOML
 cluster spec (:meth:`SchedulerSettings.as_conf` writes them), so a spec
@@ -81,6 +85,7 @@ BF_OPTIONS = {
     "bf_resolution": (1.0, 1, 3600),
     "bf_window": (60.0, 1, 43200),
     "bf_max_job_test": (1.0, 1, 1_000_000),
+    "bf_node_space_size": (1.0, 2, 2_000_000),
 }
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
@@ -105,6 +110,7 @@ class SchedulerSettings:
     bf_resolution: float = 60.0
     bf_window: float = DAY
     bf_max_job_test: int = 500
+    bf_node_space_size: int | None = None  # None: bf_max_job_test's, as in Slurm
     source: str = field(default="", compare=False)  # the file they came from ("" for defaults)
 
     @property
@@ -114,6 +120,11 @@ class SchedulerSettings:
     @property
     def backfill(self) -> bool:
         return self.scheduler_type == "sched/backfill"
+
+    @property
+    def node_space_size(self) -> int:
+        """Records backfill's resource/time table may hold (bf_node_space_size, else bf_max_job_test)."""
+        return self.bf_node_space_size if self.bf_node_space_size is not None else self.bf_max_job_test
 
     @property
     def fair_tree(self) -> bool:
@@ -139,6 +150,8 @@ class SchedulerSettings:
             f"bf_interval={_num(self.bf_interval)},bf_max_job_test={self.bf_max_job_test},"
             f"bf_resolution={_num(self.bf_resolution)},bf_window={_num(self.bf_window / 60.0)}"
         )
+        if self.bf_node_space_size is not None:
+            params += f",bf_node_space_size={self.bf_node_space_size}"
         return {
             "PriorityType": self.priority_type,
             "PriorityWeightAge": str(self.weight_age),
@@ -307,6 +320,7 @@ def settings_from_pairs(
         bf_resolution=bf.get("bf_resolution", defaults.bf_resolution),
         bf_window=bf.get("bf_window", defaults.bf_window),
         bf_max_job_test=int(bf.get("bf_max_job_test", defaults.bf_max_job_test)),
+        bf_node_space_size=int(bf["bf_node_space_size"]) if "bf_node_space_size" in bf else None,
         source=source,
     )
 

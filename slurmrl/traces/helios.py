@@ -11,10 +11,12 @@ counted from the earliest submit in the file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from slurmrl.traces.rows import (
     Builder,
+    Row,
     RowError,
     csv_rows,
     parse_count,
@@ -26,7 +28,6 @@ from slurmrl.traces.rows import (
 from slurmrl.traces.schema import Trace, TraceJob
 
 REQUIRED = ("job_id", "gpu_num", "submit_time", "duration")
-HEADER_HINT = ("job_id", "gpu_num", "node_num", "state", "submit_time", "duration")
 
 STATUS = {
     "COMPLETED": "COMPLETED",
@@ -47,23 +48,40 @@ def _when(text: str, column: str) -> float:
         return parse_datetime(text, column)
 
 
+def _run_time(row: Row) -> float | None:
+    text = row.get("duration")
+    return parse_float(text, "duration") if text else None
+
+
 def load(path: Path, display: str, skip_bad: bool) -> Trace:
-    b = Builder(display, "helios", skip_bad)
+    return read_log(path, display, skip_bad, "helios", _run_time, name_column="jobname")
+
+
+def read_log(
+    path: Path,
+    display: str,
+    skip_bad: bool,
+    format: str,
+    run_time: Callable[[Row], float | None],
+    *,
+    name_column: str,
+) -> Trace:
+    """A Slurm-accounting style job log (Helios, Acme); ``run_time`` reads a row's seconds, None if it never ran."""
+    b = Builder(display, format, skip_bad)
     for row in csv_rows(read_text(path, display), display, REQUIRED):
         try:
             job_id = parse_id(row.get("job_id"))
             gpus = parse_count(row.get("gpu_num"), "gpu_num")
             submit = b.saw(_when(row.get("submit_time"), "submit_time"))
-            duration_text = row.get("duration")
             nodes_text = row.opt("node_num")
             nodes = parse_count(nodes_text, "node_num") if nodes_text else None
             if gpus == 0:
                 b.drop(DROP_NO_GPUS)
                 continue
-            if not duration_text:
+            duration = run_time(row)
+            if duration is None:
                 b.drop(DROP_NEVER_RAN)
                 continue
-            duration = parse_float(duration_text, "duration")
         except RowError as err:
             b.bad(err, row.line)
             continue
@@ -78,7 +96,7 @@ def load(path: Path, display: str, skip_bad: bool) -> Trace:
                 vc=row.opt("vc"),
                 num_nodes=nodes or None,
                 status=STATUS.get(state, state),
-                name=row.opt("jobname"),
+                name=row.opt(name_column),
             ),
             row.line,
         )

@@ -21,6 +21,7 @@ FORMATS: tuple[str, ...] = (
     "normalized",
     "philly",
     "helios",
+    "acme",
     "pai",
     "openb",
     "tiresias",
@@ -107,6 +108,10 @@ def detect(path: Path, display: str) -> str:
         return "pollux"
     if {"job_id", "num_gpu", "submit_time", "duration"} <= columns:
         return "chronus" if "expect_time_list" in columns else "tiresias"
+    from slurmrl.traces import acme
+
+    if acme.MARKERS <= columns:
+        return "acme"
     if {"job_id", "gpu_num", "submit_time"} <= columns:
         return "helios"
     if "job_name" in columns and "inst_id" in columns:

@@ -27,7 +27,6 @@ from slurmrl.traces.rows import Builder, RowError, csv_rows, parse_count, parse_
 from slurmrl.traces.schema import Trace, TraceJob
 
 REQUIRED = ("job_id", "submit_time", "duration_s", "num_gpus")
-COLUMNS = ("job_id", "user", "vc", "submit_time", "duration_s", "num_gpus", "num_nodes", "status", "job_type")
 
 DROP_NEVER_RAN = "never scheduled (empty duration)"
 DROP_NO_GPUS = "no GPUs"

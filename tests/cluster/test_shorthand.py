@@ -69,3 +69,32 @@ def test_big_shorthand_is_fast() -> None:
     elapsed = time.perf_counter() - start
     assert c.total_gpus == 8192 and len(c.nodes) == 1024 and c.nodes[-1].name == "node1024"
     assert elapsed < 0.5, f"64x16x8 took {elapsed:.3f} s"
+
+
+@pytest.mark.parametrize("spec", ["2x4x8:nosuchgpu", "2x4x8:t400", "1x1x8:v10"])
+def test_shorthand_unknown_gpu_type_names_the_known_ones(spec: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_cluster(spec)
+    text = info.value.format()
+    assert f"unknown GPU type '{spec.partition(':')[2]}'; known: k80, p40, p100, t4, v100, a100" in text
+    assert "h100" in text and "TOML cluster spec" in text
+
+
+@pytest.mark.parametrize(
+    "spec", ["1x1x8:V100M16", "1x1x8:tesla-v100", "1x1x8:a800", "1x1x8:h200", "1x1x4:T4"]
+)
+def test_shorthand_takes_the_spellings_the_throughput_table_reads(spec: str) -> None:
+    assert parse_shorthand(spec).total_gpus in (4, 8)
+
+
+def test_unknown_gpu_type_on_the_command_line_is_one_line_naming_known_types() -> None:
+    from click.testing import CliRunner
+
+    from slurmrl.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", "--cluster", "2x4x8:nosuchgpu", "--limit", "5"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output, result.output
+    assert "'nosuchgpu'" in errors[0] and "v100" in errors[0] and "h100" in errors[0]
+    assert "TOML cluster spec" in errors[0]

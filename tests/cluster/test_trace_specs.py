@@ -7,16 +7,16 @@ import pytest
 
 from slurmrl.cluster.builders import synthesize_racks
 from slurmrl.cluster.spec import load_cluster
-from slurmrl.errors import SpecError
-
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+from slurmrl.errors import SlurmrlError, SpecError
+from slurmrl.traces.store import locate
 
 
 def _shared(relative: str) -> Path:
-    path = SHARED / relative
-    if not path.is_file():
-        pytest.skip(f"shared trace file {relative} not present")
-    return path
+    """A public trace file wherever slurmrl finds it; the test is skipped when it was not fetched."""
+    try:
+        return locate(relative)
+    except SlurmrlError:
+        pytest.skip(f"public trace file {relative} not fetched (slurmrl traces fetch)")
 
 
 def test_tiresias_spec(tmp_path: Path) -> None:

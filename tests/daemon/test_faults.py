@@ -7,30 +7,43 @@ test_safety.py covers the same path at every point of a batch.
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import live_slurm as live  # loaded by tests/conftest.py
 import pytest
 
-_spec = importlib.util.spec_from_file_location("daemon_live", Path(__file__).with_name("test_live.py"))
-live = importlib.util.module_from_spec(_spec)
-sys.modules["daemon_live"] = live
-_spec.loader.exec_module(live)  # type: ignore[union-attr]
+from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.loop import Daemon, make_backend
+from slurmrl.daemon.metrics import DaemonMetrics
 
 pytestmark = pytest.mark.slurm
 CLI = [sys.executable, "-c", "from slurmrl.cli import main; main()"]
+ACCOUNT = f"slurmrl-f{os.getpid()}"
+
+
+def sbatch(*args: str) -> str:
+    return live.sbatch(*args, account=ACCOUNT)
+
+
+def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
+    return live.fill_nodes(layout, account=f"{ACCOUNT}-fill")
+
+
+def make_config(tmp: Path, **kw) -> DaemonConfig:
+    return live.daemon_config(tmp, ACCOUNT, **kw)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
     if live.SUBMITTED:
-        subprocess.run(["scancel", *live.SUBMITTED], capture_output=True, timeout=30)
+        live.slurm("scancel", *live.SUBMITTED)
 
 
 def start(cfg_path: Path) -> subprocess.Popen:
@@ -55,9 +68,9 @@ def clean(jid: str) -> bool:
 
 
 def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: Path) -> None:
-    fill = live.fill_nodes(live.every_node())
-    jobs = [live.sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(24)]
-    cfg = live.make_config(tmp_path)
+    fill = fill_nodes(live.every_node())
+    jobs = [sbatch("-N1", "--gres=gpu:8", "-t", str(5 + i)) for i in range(24)]
+    cfg = make_config(tmp_path)
     cfg_path = tmp_path / "daemon.toml"
     live.write_toml(cfg_path, cfg)
     proc = start(cfg_path)
@@ -85,10 +98,10 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
 
 
 def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path) -> None:
-    fill = live.fill_nodes(live.every_node())
-    a = live.sbatch("-N1", "--gres=gpu:8", "-t", "5")
-    b = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")
-    cfg = live.make_config(tmp_path)
+    fill = fill_nodes(live.every_node())
+    a = sbatch("-N1", "--gres=gpu:8", "-t", "5")
+    b = sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    cfg = make_config(tmp_path)
     cfg_path = tmp_path / "daemon.toml"
     live.write_toml(cfg_path, cfg)
     proc = start(cfg_path)
@@ -125,15 +138,15 @@ def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path
 
 def test_users_nodelists_and_an_admins_site_factor_survive(tmp_path: Path) -> None:
     # Only node02 has free GPUs (4), and the -x job excludes it: nothing here can start.
-    fill = live.fill_nodes(live.every_node(node02=[4]))
-    asked = live.sbatch("-N1", "--gres=gpu:8", "-t", "5", "-w", "node03")  # waits for its own node
-    excluded = live.sbatch("-N1", "--gres=gpu:4", "-t", "6", "-x", "node02")
-    admin = live.sbatch("-N1", "--gres=gpu:8", "-t", "60")
+    fill = fill_nodes(live.every_node(node02=[4]))
+    asked = sbatch("-N1", "--gres=gpu:8", "-t", "5", "-w", "node03")  # waits for its own node
+    excluded = sbatch("-N1", "--gres=gpu:4", "-t", "6", "-x", "node02")
+    admin = sbatch("-N1", "--gres=gpu:8", "-t", "60")
     subprocess.run(["scontrol", "update", f"JobId={admin}", "SiteFactor=55"], check=True, timeout=30)
     ours = [asked, excluded, admin]
     live.wait_for(lambda: all(live.state(j) == "PENDING" for j in ours), 20, "jobs to queue")
-    cfg = live.make_config(tmp_path, policy="fifo-backfill")
-    d = live.Daemon(cfg, live.make_backend(cfg), metrics=live.DaemonMetrics())
+    cfg = make_config(tmp_path, policy="fifo-backfill")
+    d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
     try:
         for _ in range(2):
             assert d.cycle().error is None

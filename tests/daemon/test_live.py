@@ -19,7 +19,18 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, Released, cancel, daemon_config, every_node, show, site, state, wait_for
+from live_slurm import (
+    SUBMITTED,
+    Released,
+    cancel,
+    daemon_config,
+    every_node,
+    show,
+    site,
+    state,
+    wait_for,
+    write_toml,
+)
 
 from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig
@@ -52,54 +63,8 @@ def make_config(tmp: Path, **kw) -> DaemonConfig:
     return daemon_config(tmp, ACCOUNT, **kw)
 
 
-def write_toml(path: Path, cfg: DaemonConfig) -> None:
-    path.write_text(
-        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
-        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
-        "backoff_initial = 1\nbackoff_max = 2\n"
-        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
-        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
-    )
-
-
-FILL_SETTLE = 3.0  # seconds fillers must keep running before they count as holding their GPUs
-
-
 def fill_nodes(layout: dict[str, list[int]]) -> list[str]:
-    """Running filler jobs (outside the daemon's scope) holding ``count`` GPUs per entry on each node.
-
-    A filler that ends before it runs, or right after it started, is submitted again: after
-    slurmctld loses its state it hands out job ids again, and a slurmd refuses the credential
-    of an id it saw revoked, which can fail a job the controller already showed as running.
-    So the fillers must still be running a few seconds after they all started.
-    """
-    wanted = [(node, n) for node, counts in layout.items() for n in counts]
-    ids = [sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL) for node, n in wanted]
-
-    def running() -> bool:
-        for k, (node, n) in enumerate(wanted):
-            if state(ids[k]) in ("", "FAILED", "COMPLETED", "CANCELLED", "NODE_FAIL", "BOOT_FAIL"):
-                ids[k] = sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=FILL)
-        return all(state(j) == "RUNNING" for j in ids)
-
-    def settled() -> bool:
-        if not running():
-            return False
-        time.sleep(FILL_SETTLE)
-        return running()
-
-    try:
-        wait_for(settled, 90, "filler jobs to run")
-    except BaseException:
-        queue = subprocess.run(
-            ["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30
-        )
-        nodes = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30
-        )
-        print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
-        raise
-    return ids
+    return live_slurm.fill_nodes(layout, account=FILL)
 
 
 def test_topology_pins_a_multi_gpu_job_inside_one_nvlink_island(tmp_path: Path) -> None:

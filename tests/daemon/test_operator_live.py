@@ -34,6 +34,7 @@ from live_slurm import (
     slurm,
     state,
     wait_for,
+    write_toml,
 )
 
 from slurmrl.daemon.config import DaemonConfig
@@ -79,16 +80,6 @@ def as_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def config(tmp: Path) -> DaemonConfig:
     return daemon_config(tmp, ACCOUNT)
-
-
-def write_toml(path: Path, cfg: DaemonConfig) -> None:
-    path.write_text(
-        f'policy = "{cfg.policy}"\nplacement = "{cfg.placement}"\ninterval = {cfg.interval}\n'
-        f'state_file = "{cfg.state_file}"\naudit_log = "{cfg.audit_log}"\n'
-        "backoff_initial = 1\nbackoff_max = 2\n"
-        f'[scope]\npartitions = ["gpu"]\naccounts = ["{ACCOUNT}"]\n'
-        f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
-    )
 
 
 def test_an_operator_account_orders_and_places_without_notes(

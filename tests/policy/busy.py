@@ -8,6 +8,8 @@ from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import JobView
 
+NO_MODEL = st.just("")  # running jobs of no recorded model class
+
 
 def make_cluster(nodes: int, gpus: int = 4) -> Cluster:
     """One rack of ``nodes`` NVSwitch nodes with ``gpus`` GPUs each."""
@@ -25,11 +27,13 @@ def draw_running(
     *,
     starts: st.SearchStrategy[float],
     limits: st.SearchStrategy[float],
+    models: st.SearchStrategy[str] = NO_MODEL,
 ) -> list[JobView]:
     """Fill each node from its first free GPU with running jobs, allocated in ``pool``.
 
     Per node, while a coin says so, a job takes the next 1..free GPUs and draws
-    its start time from ``starts`` and its time limit from ``limits``.
+    its start time from ``starts``, its time limit from ``limits`` and its
+    model class from ``models``.
     """
     running: list[JobView] = []
     for n, node in enumerate(cluster.nodes):
@@ -41,7 +45,10 @@ def draw_running(
             pool.allocate(p)
             start = draw(starts)
             limit = draw(limits)
+            model = draw(models)
             running.append(
-                JobView(f"r{len(running)}", k, start, time_limit=limit, start_time=start, placement=p)
+                JobView(
+                    f"r{len(running)}", k, start, time_limit=limit, model=model, start_time=start, placement=p
+                )
             )
     return running

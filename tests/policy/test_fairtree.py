@@ -35,16 +35,33 @@ def test_fair_tree_ranks_accounts_first_then_users() -> None:
     assert factors[("a", "a1")] < factors[("b", "b2")]
 
 
-def test_fair_tree_ties_merge_accounts_and_share_ranks() -> None:
-    # a and b used the same: one level, their users sorted together. u3, u4 tie and share rank 3.
+def test_fair_tree_never_merges_tied_accounts_as_slurms_code_does() -> None:
+    # fair_tree.c: _count_tied_accounts stops at the first sibling that is not a user, so
+    # tied accounts are visited one after the other; the first user of the second keeps
+    # the rank last given. A and B tie (50 of 200 each: LF 4/3), C is below (LF 2/3).
+    # A: a1 (10 of 50, LF 2.5) rank 5, a2 (LF 0.625) rank 4; B: b1 tied with A -> rank 4,
+    # b2 rank 2; C: c1 rank 1. (The documentation's merge would give b1 0.8, b2 0.6, a2 0.4.)
+    usage = {("A", "a1"): 10.0, ("A", "a2"): 40.0, ("B", "b1"): 20.0, ("B", "b2"): 30.0, ("C", "c1"): 100.0}
+    assert fair_tree_factors(usage) == {
+        ("A", "a1"): 1.0,
+        ("A", "a2"): 0.8,
+        ("B", "b1"): 0.8,
+        ("B", "b2"): 0.4,
+        ("C", "c1"): 0.2,
+    }
+
+
+def test_fair_tree_ties_share_ranks() -> None:
+    # c first (no usage). a and b tie (LF 2/3): a's users u2 (inf) 4, u1 3; b's first user
+    # u3 keeps rank 3 (its account tied), u4 ties u3 (LF 1) and keeps it too.
     usage = {("a", "u1"): 10.0, ("a", "u2"): 0.0, ("b", "u3"): 5.0, ("b", "u4"): 5.0, ("c", "u5"): 0.0}
     factors = fair_tree_factors(usage)
     assert factors == {
         ("c", "u5"): 1.0,
         ("a", "u2"): 0.8,
+        ("a", "u1"): 0.6,
         ("b", "u3"): 0.6,
         ("b", "u4"): 0.6,
-        ("a", "u1"): 0.2,
     }
     assert fair_tree_factors({}) == {}
     assert fair_tree_factors({("x", "y"): 0.0}) == {("x", "y"): 1.0}
@@ -76,9 +93,9 @@ def test_multifactor_uses_fair_tree_or_the_classic_formula() -> None:
     tree.order(first)
     assert [j.job_id for j in tree.order(later)] == ["p2", "p1", "p3"]
     # Users: (b, u3) unused in an unused account, (a, u2) unused, (a, u1) used: ranks 3, 2, 1 of 3.
-    assert tree.priorities(pending, 600.0).tolist() == pytest.approx([1000 * 2 / 3, 1000.0, 1000 / 3])
+    assert tree.priorities(pending, 600.0).tolist() == [666.0, 1000.0, 333.0]  # whole numbers, as Slurm's
     classic = MultifactorOrdering(MultifactorConfig(fair_tree=False, **only_fs))
     classic.order(first)
     assert [j.job_id for j in classic.order(later)] == ["p2", "p1", "p3"]
     # Classic: per account (group) only, so p1 and p3 share a's factor 2^(-1 / 0.5) = 0.25.
-    assert classic.priorities(pending, 600.0).tolist() == pytest.approx([250.0, 1000.0, 250.0])
+    assert classic.priorities(pending, 600.0).tolist() == [250.0, 1000.0, 250.0]

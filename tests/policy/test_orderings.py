@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
@@ -116,7 +118,8 @@ def test_slurm_multifactor_matches_documented_formula() -> None:
         # Job size: nodes asked (fewest of 4 GPUs that hold the job) over 4 nodes, and
         # as many CPUs (one per node, nodes of unknown CPU count counting 1) over 4.
         nodes = -(-gpus // 4)
-        return 1000 * (now - submit) / week + 1000 * (nodes / 4 + nodes / 4) / 2 + 10000 * fs
+        total = 1000 * (now - submit) / week + 10000 * fs + 1000 * (nodes / 4 + nodes / 4) / 2
+        return float(math.floor(total))  # Slurm keeps whole numbers
 
     want = {
         "j1": expected(0.0, 4, 0.25),
@@ -135,6 +138,60 @@ def test_slurm_multifactor_matches_documented_formula() -> None:
     assert ordering._ranking.rebuilds == rebuilds
     policy.decide(view_of(cluster, 900.0, rest, (r,)))
     assert ordering._ranking.rebuilds == rebuilds + 1
+
+
+def test_slurm_priorities_are_whole_numbers_and_ties_go_to_submit_time_then_arrival() -> None:
+    """sort_job_queue2 (job_scheduler.c) compares uint32_t priorities, then submit times,
+    then job ids: sums that differ by less than one tie."""
+    cluster = make_cluster(4)
+    only = dict(weight_age=1000.0, weight_job_size=1.0, weight_fairshare=10000.0)
+    policy = make_slurm(FirstFit(), MultifactorConfig(**only))
+    everything = Placement.of([(n, [0, 1, 2, 3]) for n in range(4)])
+    hog = JobView("hog", 16, 0.0, start_time=0.0, placement=everything)  # nothing starts: order only
+    # Age 1000 * 600 / 1 week = 0.99 plus size 0.25 (1 node of 4): 10001.24.
+    # Age 0.50 plus size 1.0 (4 nodes): 10001.50. Both are 10001: the earlier submit goes first.
+    early = JobView("early", 1, 0.0)
+    big = JobView("big", 16, 300.0)
+    # Same submit time and priority: the one that arrived (was numbered) first.
+    twin_a, twin_b = JobView("z-first", 1, 0.0), JobView("a-second", 1, 0.0)
+    d = policy.decide(view_of(cluster, 600.0, (early, big, twin_a, twin_b), (hog,)))
+    assert policy.ordering.priorities((early, big), 600.0).tolist() == [10001.0, 10001.0]
+    assert list(d.order) == ["early", "z-first", "a-second", "big"]
+
+
+@pytest.mark.parametrize(
+    ("favor_small", "want"),
+    [
+        # CPUs (nodes x the cluster's CPUs per node) per minute of limit over the cluster's CPUs:
+        # 1 node of 4 for 1 min 0.25, 4 nodes for 2 min 0.5, 4 nodes for 61 s (2 whole
+        # minutes) 0.5, 4 nodes for 1 min 1.0, 4 nodes without a limit (a week) 0.0001 -> 1.
+        (False, {"a": 250, "b": 500, "c": 500, "d": 1000, "e": 1}),
+        (True, {"a": 750, "b": 500, "c": 500, "d": 1, "e": 999}),
+    ],
+)
+def test_small_relative_to_time_divides_job_size_by_the_time_limit(
+    favor_small: bool, want: dict[str, int]
+) -> None:
+    """set_priority_factors (priority_multifactor.c) under PRIORITY_FLAGS_SIZE_RELATIVE."""
+    from slurmrl.slurm.scheduler_conf import SchedulerSettings
+
+    settings = SchedulerSettings(
+        priority_type="priority/multifactor",
+        weight_job_size=1000,
+        favor_small=favor_small,
+        priority_flags=("SMALL_RELATIVE_TO_TIME",),
+    )
+    policy = make_slurm(FirstFit(), settings=settings)
+    pending = (
+        JobView("a", 4, 0.0, time_limit=60.0),
+        JobView("b", 16, 0.0, time_limit=120.0),
+        JobView("c", 16, 0.0, time_limit=61.0),
+        JobView("d", 16, 0.0, time_limit=60.0),
+        JobView("e", 16, 0.0),
+    )
+    policy.decide(view_of(make_cluster(4), 0.0, pending))
+    got = dict(zip("abcde", (int(p) for p in policy.ordering.priorities(pending, 0.0)), strict=True))
+    assert got == want
 
 
 def test_slurm_weights_are_configurable_and_documented_defaults_hold() -> None:

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +14,7 @@ from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.multifactor import make_slurm
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.slurm_backfill import SlurmBackfill
+from slurmrl.policy.slurm_backfill import NodeSpace, SlurmBackfill
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
 from tests.policy.busy import draw_running, make_cluster
@@ -102,12 +104,131 @@ def test_max_job_test_and_builtin_scheduler_limit_backfill() -> None:
     assert builtin.decide(busy_view(0.0, pending)).starts == ()
 
 
+def test_max_job_test_counts_only_the_jobs_actually_tested() -> None:
+    """backfill.c counts bf_last_depth_try just before _try_sched: a job with too few nodes
+    outside the reservations at every start in the window is passed over and not counted."""
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),  # reserves both nodes from 1000 to the window's end
+        JobView("pair", 2, 0.0, time_limit=2000.0, num_nodes=2),  # never two free nodes: untested
+        JobView("quick", 2, 0.0, time_limit=90.0),
+    )
+    policy = slurm_backfill(max_job_test=2, bf_window=1200.0)
+    d = policy.decide(busy_view(0.0, pending))
+    assert [s.job_id for s in d.starts] == ["quick"]
+    assert policy.last_tested == 2  # wide and quick
+    # A job tested in its place counts (three: reserved on node 1 from 100): quick is never tried.
+    tried = (pending[0], JobView("three", 3, 0.0, time_limit=20.0), pending[2])
+    assert slurm_backfill(max_job_test=2, bf_window=1200.0).decide(busy_view(0.0, tried)).starts == ()
+
+
+def test_node_space_counts_records_as_add_reservation_does() -> None:
+    space = NodeSpace(0.0, 1000.0, 1.0)
+    assert space.records == 1
+    space.add(100.0, 200.0, (0,))  # splits where it starts and where it ends
+    assert (space.records, space.slices) == (3, [[0, 100, 0], [100, 200, 1], [200, 1000, 0]])
+    space.add(200.0, 300.0, (0,))  # starts on a boundary; merges with its twin before it
+    assert (space.records, space.slices) == (4, [[0, 100, 0], [100, 300, 1], [300, 1000, 0]])
+    space.add(0.0, 50.0, (1,))  # at the slice's own start: still a record, the first left empty
+    assert space.records == 6 and space.slices[:3] == [[0, 0, 0], [0, 50, 2], [50, 100, 0]]
+    space.add(2000.0, 2100.0, (1,))  # after the window: nothing
+    assert space.records == 6
+
+
+def test_a_full_node_space_table_ends_the_pass() -> None:
+    pending = (
+        JobView("wide", 8, 0.0, time_limit=500.0),  # reserved: 3 records
+        JobView("node", 4, 0.0, time_limit=500.0),  # no room for its reservation: the pass stops
+        JobView("quick", 2, 0.0, time_limit=90.0),
+    )
+    assert [s.job_id for s in slurm_backfill().decide(busy_view(0.0, pending)).starts] == ["quick"]
+    settings = SchedulerSettings(priority_type="priority/basic", bf_resolution=1, bf_node_space_size=2)
+    small = make_slurm(FirstFit(), settings=settings)
+    assert small.decide(busy_view(0.0, pending)).starts == ()
+    assert small.last_reservations == 1
+
+
 def test_backfill_runs_at_most_every_interval() -> None:
     pending = (JobView("wide", 8, 0.0, time_limit=500.0), JobView("quick", 2, 0.0, time_limit=30.0))
     policy = slurm_backfill(bf_interval=30.0)
     policy.decide(busy_view(0.0, (pending[0],)))  # a pass with nothing to backfill
     assert policy.decide(busy_view(10.0, pending)).starts == ()  # 10 s later: no backfill pass yet
     assert [s.job_id for s in policy.decide(busy_view(30.0, pending)).starts] == ["quick"]
+
+
+def pinned_view(pending: tuple[JobView, ...]) -> ClusterView:
+    """Three 4-GPU nodes; half of n0 busy until t=1000."""
+    cluster = make_cluster(3)
+    pool = GpuPool(cluster)
+    held = Placement.of([(0, [0, 1])])
+    pool.allocate(held)
+    running = (JobView("r0", 2, 0.0, time_limit=1000.0, start_time=0.0, placement=held),)
+    return ClusterView(0.0, cluster, pool.readonly(), pending, running, ())
+
+
+def test_a_job_with_a_node_list_withholds_its_nodes_instead_of_blocking_the_queue() -> None:
+    """_schedule (job_scheduler.c): a job whose req_node_bitmap covers its node count clears
+    fail_by_part and its nodes leave avail_node_bitmap; the jobs after it go on elsewhere."""
+    pinned = JobView("pinned", 4, 0.0, time_limit=500.0, num_nodes=1, required_nodes=("n0",))
+    two = JobView("two", 2, 1.0, time_limit=500.0)  # first fit would take n0's two free GPUs
+    four = JobView("four", 4, 2.0, time_limit=500.0)
+    main_only = slurm_backfill(backfill=False)  # type: ignore[arg-type]
+    d = main_only.decide(pinned_view((pinned, two, four)))
+    assert [(s.job_id, s.placement.nodes) for s in d.starts] == [("two", (1,)), ("four", (2,))]
+    # A node list shorter than the job's node count blocks the queue as any job does.
+    short = JobView("short", 8, 0.0, time_limit=500.0, num_nodes=2, required_nodes=("n0",))
+    assert slurm_backfill(backfill=False).decide(pinned_view((short, two, four))).starts == ()  # type: ignore[arg-type]
+
+
+def test_a_job_with_a_node_list_runs_only_there_and_backfill_reserves_them() -> None:
+    pinned = JobView("pinned", 4, 0.0, time_limit=500.0, num_nodes=1, required_nodes=("n0",))
+    wide = JobView("wide", 12, 1.0, time_limit=500.0)  # the main scheduler stops here
+    quick = JobView("quick", 2, 2.0, time_limit=100.0)
+    late = JobView("late", 2, 3.0, time_limit=5000.0)  # would run on n1 past wide's start at 1000
+    policy = slurm_backfill()
+    d = policy.decide(pinned_view((pinned, wide, quick, late)))
+    # pinned never lands on the idle n1/n2; backfill reserves n0 for it from 1000 and every
+    # node for wide from 1500, so quick (done by 100) fits n0's free GPUs and late nowhere.
+    assert [(s.job_id, s.placement.nodes) for s in d.starts] == [("quick", (0,))]
+    assert policy.last_reservations == 2
+
+
+@pytest.mark.slurm
+def test_slurm_itself_withholds_a_node_list_and_goes_on() -> None:
+    """What the emulation copies, on the test cluster: behind a job pinned to a busy node, a job
+    barred from every other node is still tried by the main scheduler (its reason names the
+    withheld node); behind a job that is merely barred, it waits on the partition (Priority)."""
+    import live_slurm  # loaded by tests/conftest.py
+
+    account = f"slurmrl-emu{os.getpid()}"
+    gpus = live_slurm.node_gpus()
+    first, others = next(iter(gpus)), [n for n in gpus if n != next(iter(gpus))]
+    whole = f"--gres=gpu:{gpus[first]}"
+    ids: list[str] = []
+
+    def submit(*args: str) -> str:
+        ids.append(live_slurm.sbatch("-N1", whole, "--time=5", *args, account=account))
+        return ids[-1]
+
+    def reason(jid: str) -> str:
+        return live_slurm.slurm("squeue", "-h", "-j", jid, "-o", "%r").stdout.strip()
+
+    try:
+        fill = submit(f"-w{first}")
+        live_slurm.wait_for(lambda: live_slurm.state(fill) == "RUNNING", 60, "the filler to start")
+        pinned = submit(f"-w{first}")
+        barred = submit(f"--exclude={','.join(others)}")
+        live_slurm.wait_for(lambda: reason(pinned) == "Resources", 30, "the pinned job to be tried")
+        live_slurm.wait_for(
+            lambda: reason(barred).startswith("ReqNodeNotAvail") and first in reason(barred),
+            30,
+            f"the barred job to be tried with {first} withheld, not held back (it says {reason(barred)!r})",
+        )
+        live_slurm.cancel([pinned, barred])
+        blocker, behind = submit(f"--exclude={','.join(others)}"), submit(f"--exclude={','.join(others)}")
+        live_slurm.wait_for(lambda: reason(blocker) == "Resources", 30, "the first barred job to be tried")
+        live_slurm.wait_for(lambda: reason(behind) == "Priority", 30, "the second to wait on the partition")
+    finally:
+        live_slurm.cancel(ids)
 
 
 # --------------------------------------------------------------------------- against a brute-force pass

@@ -7,21 +7,11 @@ reads back like any other run.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.results import write_results
-
-
-def _load_sitedata():
-    spec = importlib.util.spec_from_file_location("report_sitedata", Path(__file__).with_name("sitedata.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sitedata = _load_sitedata()
+from tests.report import sitedata
 
 WORKLOAD = "replay-tiny"
 TRACE = "philly:window-0"

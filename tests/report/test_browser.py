@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from slurmrl.report import render_report
+from tests.report import sitedata as data
 
 pytestmark = pytest.mark.browser
 
@@ -31,16 +32,6 @@ ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parent / "output"
-
-
-def _load_sitedata():
-    spec = importlib.util.spec_from_file_location("report_sitedata", Path(__file__).with_name("sitedata.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-data = _load_sitedata()
 
 
 def _browser_missing() -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -28,16 +27,7 @@ from slurmrl.report.fidelity import (
 )
 from slurmrl.report.plots import colors_for
 from slurmrl.report.runs import load_scenarios
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"report_{name}", Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-live = _load("livedata")
+from tests.report import livedata as live
 
 LABELS = {
     "fifo+first-fit",

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -17,16 +16,7 @@ from slurmrl.report import render_report
 from slurmrl.report.plots import TEXT_GRAY
 from slurmrl.report.runs import find_run_dirs, load_scenarios, slugify
 from slurmrl.report.table import METRICS, build_table
-
-
-def _load_sitedata():
-    spec = importlib.util.spec_from_file_location("report_sitedata", Path(__file__).with_name("sitedata.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-data = _load_sitedata()
+from tests.report import sitedata as data
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,10 @@ from slurmrl.cli import main
 from slurmrl.cluster import load_cluster
 from slurmrl.errors import SlurmrlError
 from slurmrl.scenarios import SCENARIOS, get_scenario
-from slurmrl.scenarios.catalog import PHILLY, Scenario, shared_traces_dir
+from slurmrl.scenarios.catalog import PHILLY, may_share_jobs
 from slurmrl.sim.experiment import Workload, prepare, run_policy
 from slurmrl.traces import load_trace
+from slurmrl.traces.store import locate
 
 WEEK = 7 * 86400.0
 
@@ -51,7 +52,7 @@ def test_contended_variants_shrink_the_cluster_not_the_timeline(workloads: dict[
 
 
 def test_rl_split_train_weeks_1_2_eval_weeks_3_4_on_one_cluster(workloads: dict[str, Workload]) -> None:
-    roles = {n: sc.role for n, sc in SCENARIOS.items() if sc.role != "benchmark" and sc.trace == PHILLY}
+    roles = {n: sc.role for n, sc in SCENARIOS.items() if n.startswith("philly-512-week")}
     assert roles == {
         "philly-512-week1": "train",
         "philly-512-week2": "train",
@@ -61,14 +62,13 @@ def test_rl_split_train_weeks_1_2_eval_weeks_3_4_on_one_cluster(workloads: dict[
     windows = [(SCENARIOS[n].start, SCENARIOS[n].end) for n in roles]
     assert windows == [(i * WEEK, (i + 1) * WEEK) for i in range(4)]
     assert {workloads[n].cluster.describe() for n in roles} == {workloads["philly-4w-512"].cluster.describe()}
-
-
-def _overlap(a: Scenario, b: Scenario) -> bool:
-    """Whether two scenarios can share a job: same trace, a common VC (or no VC filter), overlapping windows."""
-    if a.trace != b.trace or (a.vcs and b.vcs and not set(a.vcs) & set(b.vcs)):
-        return False
-    lo, hi = max(a.start or 0.0, b.start or 0.0), min(a.end or math.inf, b.end or math.inf)
-    return lo < hi
+    # Every other Philly scenario with a role is held out, on weeks 3-4 only.
+    held = [
+        sc
+        for sc in SCENARIOS.values()
+        if sc.trace == PHILLY and sc.role != "benchmark" and sc.name not in roles
+    ]
+    assert held and all((sc.role, sc.start, sc.end) == ("eval", 2 * WEEK, 4 * WEEK) for sc in held)
 
 
 def test_no_evaluation_scenario_shares_a_job_with_a_training_one() -> None:
@@ -76,7 +76,7 @@ def test_no_evaluation_scenario_shares_a_job_with_a_training_one() -> None:
     train = [sc for sc in SCENARIOS.values() if sc.role == "train"]
     held_out = [sc for sc in SCENARIOS.values() if sc.role == "eval"]
     assert len({sc.trace for sc in held_out}) >= 3  # Philly weeks, Gavel VCs, Chronus VCs
-    assert not [(t.name, e.name) for t in train for e in held_out if _overlap(t, e)]
+    assert not [(t.name, e.name) for t in train for e in held_out if may_share_jobs(t, e)]
 
 
 def test_the_shipped_rl_checkpoint_runs_on_the_rl_cluster() -> None:
@@ -86,7 +86,7 @@ def test_the_shipped_rl_checkpoint_runs_on_the_rl_cluster() -> None:
 
 
 def test_per_vc_scenarios_run_each_vc_on_its_quota(workloads: dict[str, Workload]) -> None:
-    with (shared_traces_dir() / "philly" / "philly_vc_nodes.csv").open() as fh:
+    with locate("philly/philly_vc_nodes.csv").open() as fh:
         quota = {row["vc"]: int(row["num_nodes"]) for row in csv.DictReader(fh)}
     per_vc = [
         sc for sc in SCENARIOS.values() if sc.vcs and sc.trace == PHILLY

@@ -13,14 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from slurmrl.policy import make_policy
-from slurmrl.scenarios.catalog import PHILLY, shared_traces_dir
+from slurmrl.scenarios.catalog import PHILLY
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.metrics import summarize
 from slurmrl.sim.simulator import SimConfig, Simulator
+from slurmrl.traces.store import locate
 
 
 def test_fifo_without_a_speed_model_matches_the_public_simulators() -> None:
-    workload = prepare(trace=str(shared_traces_dir() / PHILLY), cluster="8x8x8", limit=100)
+    workload = prepare(trace=str(locate(PHILLY)), cluster="8x8x8", limit=100)
     sim = Simulator(workload.trace, workload.cluster, config=SimConfig(speed_model="none"))
     result = sim.run(make_policy("fifo"))
     records = result.records

@@ -9,6 +9,7 @@ once, and no mean JCT may beat its proven lower bound.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,12 +18,14 @@ from hypothesis import strategies as st
 from slurmrl.cluster import load_cluster
 from slurmrl.cluster.model import Placement
 from slurmrl.policy import make_policy
-from slurmrl.policy.registry import policy_names
+from slurmrl.policy.registry import placement_names, policy_names
+from slurmrl.sim.elastic import parse_elastic
 from slurmrl.sim.metrics import summarize
 from slurmrl.sim.simulator import SimConfig, Simulator
 from slurmrl.traces.schema import Trace, TraceJob
 
-CLUSTERS = ["1x1x8", "1x2x4", "2x2x4:v100", "2x3x2", "1x4x8:a100"]
+MIXED = str(Path(__file__).parent / "fixtures" / "mixed.toml")  # V100 and K80 racks
+CLUSTERS = ["1x1x8", "1x2x4", "2x2x4:v100", "2x3x2", "1x4x8:a100", MIXED]
 SPEED_MODELS = ["none", "placement", "full"]
 
 job_rows = st.lists(
@@ -99,15 +102,26 @@ def check_ownership(log, submit: dict[str, float]) -> int:
     speed_model=st.sampled_from(SPEED_MODELS),
     enforce=st.booleans(),
     seed=st.integers(0, 3),
+    placement=st.one_of(st.none(), st.sampled_from(placement_names())),
+    elastic=st.sampled_from(["off", "fraction:0.5"]),
 )
 def test_every_policy_keeps_the_invariants(
-    policy: str, rows, spec: str, speed_model: str, enforce: bool, seed: int
+    policy: str,
+    rows,
+    spec: str,
+    speed_model: str,
+    enforce: bool,
+    seed: int,
+    placement: str | None,
+    elastic: str,
 ) -> None:
     cluster = load_cluster(spec)
     trace = make_trace(rows, cluster.total_gpus)
-    config = SimConfig(seed=seed, speed_model=speed_model, enforce_time_limits=enforce)
+    config = SimConfig(
+        seed=seed, speed_model=speed_model, enforce_time_limits=enforce, elastic=parse_elastic(elastic)
+    )
     sim = LoggingSimulator(trace, cluster, config=config)
-    result = sim.run(make_policy(policy))
+    result = sim.run(make_policy(policy, placement))
 
     submit = {j.job_id: j.submit_time for j in trace.jobs}
     starts = check_ownership(sim.log, submit)

@@ -33,7 +33,7 @@ PriorityFavorSmall=YES
 PriorityFlags=NO_FAIR_TREE,SMALL_RELATIVE_TO_TIME
 SchedulerType=sched/backfill
 SchedulerParameters=default_queue_depth=200,bf_interval=60,bf_window=2880,\\
-bf_resolution=300,bf_max_job_test=1000,bf_continue
+bf_resolution=300,bf_max_job_test=1000,bf_node_space_size=800,bf_continue
 NodeName=n1 Gres=gpu:4
 """
 
@@ -57,8 +57,10 @@ def test_every_setting_is_read_from_a_constructed_slurm_conf() -> None:
         bf_window=2 * DAY,
         bf_resolution=300.0,
         bf_max_job_test=1000,
+        bf_node_space_size=800,
     )
     assert s.multifactor and s.backfill and not s.fair_tree
+    assert s.node_space_size == 800 and SchedulerSettings(bf_max_job_test=40).node_space_size == 40
     assert s.source == "site/slurm.conf"
 
 

@@ -4,11 +4,21 @@ from pathlib import Path
 
 import pytest
 
+from slurmrl.errors import SlurmrlError
 from slurmrl.traces import FORMATS, TraceJob, embedded_trace, load_trace
+from slurmrl.traces.store import locate
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
-PHILLY = SHARED / "philly" / "philly_jobs_2017-10-02_to_2017-10-30.csv.gz"
-OPENB = SHARED / "alibaba" / "openb_pods_v2023.csv.gz"
+
+def _here(relative: str) -> Path:
+    """The public trace file wherever slurmrl finds it (a missing one is a path that does not exist)."""
+    try:
+        return locate(relative)
+    except SlurmrlError:
+        return Path("/nonexistent") / relative
+
+
+PHILLY = _here("philly/philly_jobs_2017-10-02_to_2017-10-30.csv.gz")
+OPENB = _here("alibaba/openb_pods_v2023.csv.gz")
 
 HEADER = "job_id,user,vc,submit_time,duration_s,num_gpus,num_nodes,status,job_type,extra\n"
 
@@ -79,7 +89,7 @@ def test_embedded_sample() -> None:
     assert data.stat().st_size < 400_000
 
 
-@pytest.mark.skipif(not PHILLY.exists(), reason="shared traces not present")
+@pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
 def test_shared_philly_counts_and_speed() -> None:
     start = time.perf_counter()
     trace = load_trace(PHILLY)
@@ -92,14 +102,14 @@ def test_shared_philly_counts_and_speed() -> None:
     assert elapsed < 4.0  # about 0.5 s measured; generous bound for slow CI machines
 
 
-@pytest.mark.skipif(not PHILLY.exists(), reason="shared traces not present")
+@pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
 def test_embedded_sample_matches_shared_window() -> None:
     full = load_trace(PHILLY)
     first_week = [j for j in full.jobs if j.submit_time < 7 * 86400]
     assert embedded_trace().jobs == tuple(first_week)
 
 
-@pytest.mark.skipif(not OPENB.exists(), reason="shared traces not present")
+@pytest.mark.skipif(not OPENB.exists(), reason="public trace not fetched (slurmrl traces fetch)")
 def test_shared_openb_documented_counts() -> None:
     trace = load_trace(OPENB)
     # README: 8,152 pods; 897 never scheduled; 1,088 CPU-only, 36 of them also never scheduled.

@@ -276,3 +276,68 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
         "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,0,1,m,5,1\n",
     )
     assert load_trace(path, format="tiresias").jobs == (TraceJob("0", 0.0, 5.0, 1, model="m"),)
+
+
+# The AcmeTrace job tables (trace_seren.csv, trace_kalos.csv) are not in the
+# shared traces folder. The first two rows of each table below are the example
+# rows of the AcmeTrace README (InternLM/AcmeTrace @ 6d6ac9cd, CC-BY-4.0); the
+# rows whose job_id starts with "hand-" are HAND-WRITTEN for this test, to cover
+# CPU-only, never-started, TIMEOUT and NODE_FAIL jobs. Not a data sample.
+ACME_SEREN = (
+    "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+    "5778432,u5907,1,8,128,Other,FAILED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,"
+    "2023-03-01 00:20:51+08:00,117,32,936.0\n"
+    "5778469,u5907,1,8,128,Other,COMPLETED,2023-03-01 00:23:58+08:00,2023-03-01 00:24:11+08:00,"
+    "2023-03-01 01:09:04+08:00,2693,13,21544.0\n"
+    "hand-cpu,u0001,1,0,4,Other,COMPLETED,2023-03-01 00:10:00+08:00,2023-03-01 00:10:01+08:00,"
+    "2023-03-01 00:11:01+08:00,60,1,0.0\n"
+    "hand-gang,u0002,128,1024,4096,Pretrain,NODE_FAIL,2023-03-01 01:00:00+08:00,2023-03-01 02:00:00+08:00,"
+    "2023-03-01 12:00:00+08:00,36000,3600,36864000.0\n"
+    "hand-never,u0003,1,1,16,Evaluation,CANCELLED,2023-03-01 00:30:00+08:00,,,,,\n"
+    "hand-limit,u0003,1,8,16,Evaluation,TIMEOUT,2023-03-01 00:40:00+08:00,2023-03-01 00:40:00+08:00,"
+    "2023-03-01 04:40:00+08:00,14400,0,115200.0\n"
+)
+ACME_KALOS = (
+    "job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,submit_time,"
+    "start_time,end_time,fail_time,stop_time,duration,queue,gpu_time\n"
+    "dlctk696s0jbvitv,uf794,8,64,960,1000,100.0,Other,FAILED,2023-05-17 11:00:58+00:00,"
+    "2023-05-17 11:01:08+00:00,2023-05-17 11:01:16+00:00,2023-05-17 11:01:16+00:00,,18,10.0,1152.0\n"
+    "dlc1t2ypl09b8qtp,uf794,8,64,960,1000,100.0,Other,CANCELLED,2023-05-17 11:28:42+00:00,"
+    "2023-05-17 11:28:54+00:00,2023-05-17 11:30:04+00:00,,2023-05-17 11:30:04+00:00,82,12.0,5248.0\n"
+)
+
+
+def test_acme_seren_job_table(tmp_path: Path) -> None:
+    trace = load_trace(write(tmp_path / "trace_seren.csv", ACME_SEREN))
+    assert trace.format == "acme"
+    # Times count from the earliest submit, the CPU job's 00:10:00 (+08:00).
+    assert trace.jobs == (
+        TraceJob("5778432", 502.0, 117.0, 8, user="u5907", num_nodes=1, status="FAILED", name="Other"),
+        TraceJob("5778469", 838.0, 2693.0, 8, user="u5907", num_nodes=1, status="COMPLETED", name="Other"),
+        TraceJob(
+            "hand-limit", 1800.0, 14400.0, 8, user="u0003", num_nodes=1, status="KILLED", name="Evaluation"
+        ),
+        TraceJob(
+            "hand-gang", 3000.0, 36000.0, 1024, user="u0002", num_nodes=128, status="FAILED", name="Pretrain"
+        ),
+    )
+    assert trace.dropped == {"no GPUs": 1, "never ran (empty duration)": 1}
+
+
+def test_acme_kalos_run_time_is_end_minus_start(tmp_path: Path) -> None:
+    """Kalos' duration column includes the queue in the README's rows; the run time comes from the stamps."""
+    trace = load_trace(write(tmp_path / "trace_kalos.csv", ACME_KALOS))
+    assert trace.format == "acme"
+    assert [(j.job_id, j.submit_time, j.duration, j.num_nodes, j.status) for j in trace.jobs] == [
+        ("dlctk696s0jbvitv", 0.0, 8.0, 8, "FAILED"),
+        ("dlc1t2ypl09b8qtp", 1664.0, 70.0, 8, "CANCELLED"),
+    ]
+
+
+def test_acme_end_before_start_names_the_row(tmp_path: Path) -> None:
+    from slurmrl.errors import TraceError
+
+    bad = ACME_SEREN.splitlines()[0] + "\nx,u,1,8,8,Other,FAILED,2023-03-01 00:00:00+08:00,"
+    bad += "2023-03-01 00:10:00+08:00,2023-03-01 00:05:00+08:00,1,1,1\n"
+    with pytest.raises(TraceError, match="line 2, column 'end_time': end_time is 300 s before start_time"):
+        load_trace(write(tmp_path / "trace_seren.csv", bad))

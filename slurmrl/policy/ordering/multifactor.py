@@ -12,7 +12,13 @@ each factor in [0, 1], as documented for priority/multifactor
   1-node 1-CPU job whatever its GPUs, 66 with 4 CPUs, 126 on 2 nodes. The
   simulator knows no CPU counts, so a job asks for one CPU per node (one
   task per node, sbatch's default); its node count is the trace's, else the
-  fewest nodes that hold its GPUs;
+  fewest nodes that hold its GPUs. PriorityFlags=SMALL_RELATIVE_TO_TIME
+  divides instead the job's CPUs (at least its nodes times the cluster's
+  CPUs per node) by its time limit in minutes and by the cluster's CPUs, so
+  a job of many nodes for a short time counts as large
+  (``set_priority_factors`` in ``priority_multifactor.c``, 22.05 to 26.05);
+  with PriorityFavorSmall=YES, 1 minus that. A job without a time limit is
+  sized with the simulator's default limit (the partition's MaxTime in Slurm);
 * fair-share from usage in GPU-seconds, halved every PriorityDecayHalfLife:
   Fair Tree (the default since Slurm 19.05, :mod:`slurmrl.policy.fairtree`)
   ranks (account, user) associations, account = the job's group (VC); under
@@ -24,8 +30,10 @@ each factor in [0, 1], as documented for priority/multifactor
 Slurm recomputes priorities every PriorityCalcPeriod, not at every pass; a
 job arriving in between gets its priority at submission from the current
 usage. Between recomputations the ranking is kept sorted incrementally, which
-is also what makes this ordering cheap on deep queues. Ties go to the earlier
-submit time, then the job id, as Slurm's queue sort does.
+is also what makes this ordering cheap on deep queues. Priorities are whole
+numbers, the weighted sum truncated (at least 1), as Slurm stores them; equal
+ones go to the earlier submit time, then the job id, as Slurm's queue sort
+does.
 
 :func:`make_slurm` runs a cluster's own settings
 (:class:`slurmrl.slurm.scheduler_conf.SchedulerSettings`): given ones, else
@@ -57,7 +65,8 @@ What still differs from a real slurmctld:
   decision at least bf_interval after the previous one, and knows no
   bf_continue, bf_max_job_user/part, bf_min_age_reserve or bf_busy_nodes;
 * node choice is the placement policy's (first-fit by default), not
-  select/cons_tres's; backfill reservations hold GPUs, not whole nodes;
+  select/cons_tres's (backfill reservations do hold whole nodes, as Slurm's
+  ``node_space`` map does);
 * no preemption, requeue, job arrays, dependencies, reservations or
   heterogeneous jobs.
 """
@@ -71,6 +80,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from slurmrl.policy.backfill import limit_of
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.fairtree import fair_tree_factors
 from slurmrl.policy.ordering.fifo import FifoOrdering
@@ -80,6 +90,7 @@ from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
 
 DAY = 86400.0
+MAX_PRIORITY = float(0xFFFFFFFF)  # Slurm caps a job's priority at 2^32 - 1
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class MultifactorConfig:
     decay_half_life: float = 7 * DAY  # PriorityDecayHalfLife default 7-00:00:00 (slurm.conf(5))
     calc_period: float = 300.0  # PriorityCalcPeriod default 5 minutes (slurm.conf(5))
     favor_small: bool = False  # PriorityFavorSmall default NO (slurm.conf(5))
+    size_relative: bool = False  # PriorityFlags=SMALL_RELATIVE_TO_TIME: job size per minute of limit
     fairshare_by: str = "group"  # classic formula's account: "group" (VC/account) or "user"
     fair_tree: bool = False  # Fair Tree on (group, user) associations instead of the classic formula
     weight_partition: float = 0.0  # Slurm default 0; one partition: a constant for every job
@@ -105,6 +117,7 @@ class MultifactorConfig:
             decay_half_life=settings.decay_half_life,
             calc_period=settings.calc_period,
             favor_small=settings.favor_small,
+            size_relative="SMALL_RELATIVE_TO_TIME" in settings.priority_flags,
             fair_tree=settings.fair_tree,
             weight_partition=float(settings.weight_partition),
         )
@@ -239,29 +252,41 @@ class MultifactorOrdering:
         return (self._job_size(job), self._account_number(self._account(job)))
 
     def _job_size(self, job: JobView) -> float:
-        """Slurm's job-size factor: nodes and CPUs (one per node) over the cluster's, averaged."""
+        """Slurm's job-size factor before PriorityFavorSmall and the clamp to [0, 1]: nodes and CPUs
+        (one per node) over the cluster's, averaged; or, under SMALL_RELATIVE_TO_TIME, CPUs per
+        minute of time limit over the cluster's CPUs."""
         nodes, cpus = self._cluster_size
         asked = job.num_nodes or max(1, math.ceil(job.gpus / self._gpus_per_node))
-        return min(1.0, (asked / nodes + asked / cpus) / 2.0)
+        if not self.config.size_relative:
+            return (asked / nodes + asked / cpus) / 2.0
+        minutes = math.ceil(limit_of(job) / 60.0)  # Slurm's limits are whole minutes (sbatch rounds up)
+        size = max(asked * cpus / nodes, asked)  # CPUs: at least the nodes' share of the cluster's
+        return size / minutes / cpus
 
     def _keys(self, rows: np.ndarray, now: float) -> np.ndarray:
-        """Negated priorities of ranking rows (submit, job-size factor, account number)."""
+        """Negated priorities of ranking rows (submit, job-size factor, account number).
+
+        Whole numbers, as Slurm's are: jobs whose sums differ by less than one
+        tie, and the ranking then serves the earlier submit time, then the
+        earlier arrival (Slurm's job id: it numbers jobs as they are
+        submitted), as ``sort_job_queue2`` in ``src/slurmctld/job_scheduler.c``
+        does for the main scheduler and backfill alike.
+        """
         cfg = self.config
         age = np.clip((now - rows[:, 0]) / cfg.max_age, 0.0, 1.0) if cfg.max_age > 0 else 1.0
         size = rows[:, 1]
         if cfg.favor_small:
             size = 1.0 - size
+        size = np.clip(size, 0.0, 1.0)
         accounts = rows[:, 2].astype(np.int64)
         # Accounts first seen after the last calculation have no usage yet: factor 1.
         fs = np.ones(accounts.size)
         known = accounts < self._fs.size
         fs[known] = self._fs[accounts[known]]
-        return -(
-            cfg.weight_age * age
-            + cfg.weight_job_size * size
-            + cfg.weight_fairshare * fs
-            + cfg.weight_partition
-        )
+        # Summed in _get_priority_internal's order, then made a whole number as Slurm stores
+        # it (a uint32_t; 0 is kept for held jobs, so the least is 1).
+        total = cfg.weight_age * age + cfg.weight_fairshare * fs + cfg.weight_job_size * size
+        return -np.clip(np.floor(total + cfg.weight_partition), 1.0, MAX_PRIORITY)
 
     def priorities(self, jobs: Sequence[JobView], now: float) -> np.ndarray:
         """Slurm priority of each job under the current factors (higher runs first)."""
@@ -316,6 +341,7 @@ class SlurmPolicy(SlurmBackfill):
         else:
             self.ordering = FifoOrdering()  # priority/basic: submit order
         self.max_job_test = settings.bf_max_job_test
+        self.node_space_size = settings.node_space_size
         self.bf_interval = settings.bf_interval
         self.bf_resolution = settings.bf_resolution
         self.bf_window = settings.bf_window

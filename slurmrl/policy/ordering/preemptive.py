@@ -21,7 +21,7 @@ from typing import Any
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import NodeBound
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 
 # Preemptions per pass at most (our choice): bounds churn when a burst of
@@ -138,6 +138,7 @@ class PreemptiveScheduler:
                 continue
             pool.allocate(placement)
             starts.append(Start(job.job_id, placement))
+            confirm_start(self.placement, job, placement, view)
             self.on_start(job, now)
         for victim in preempted:
             self.on_preempt(victim, now)

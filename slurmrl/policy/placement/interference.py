@@ -66,11 +66,15 @@ class InterferenceAware:
         return s
 
     def _neighbours(self, pool: GpuPool, view: ClusterView | None) -> np.ndarray:
-        """Highest sensitivity among the running jobs on each node (built once per view)."""
+        """Highest sensitivity among the running jobs on each node, and the pass's confirmed starts."""
         if view is None:
             return np.zeros(len(pool.cluster.nodes))
-        if view is not self._view or self._node_sens.size != len(pool.cluster.nodes):
-            sens = np.zeros(len(pool.cluster.nodes))
+        return self._neighbours_of(view)
+
+    def _neighbours_of(self, view: ClusterView) -> np.ndarray:
+        """Built once per view from its running jobs; :meth:`confirm` adds the pass's starts."""
+        if view is not self._view or self._node_sens.size != len(view.cluster.nodes):
+            sens = np.zeros(len(view.cluster.nodes))
             for job in view.running:
                 if job.placement is None:
                     continue
@@ -104,9 +108,11 @@ class InterferenceAware:
             shares = fewest_nodes(pool, calm, job.gpus) or fewest_nodes(pool, nodes, job.gpus)
             if shares is None:
                 return None
-        placement = build(pool, shares, job)
-        if placement is not None and view is not None and view is self._view:
-            # Later jobs of the same pass see this one as a neighbour.
-            for node in placement.nodes:
-                self._node_sens[node] = max(self._node_sens[node], mine)
-        return placement
+        return build(pool, shares, job)
+
+    def confirm(self, job: JobView, placement: Placement, view: ClusterView) -> None:
+        """``job`` starts on ``placement``: later jobs of the same pass see it as a neighbour."""
+        neigh = self._neighbours_of(view)
+        mine = self.sensitivity(job.model)
+        for node in placement.nodes:
+            neigh[node] = max(neigh[node], mine)

@@ -81,6 +81,9 @@ class PlacementObs:
     nodes: np.ndarray
     globals: np.ndarray
     mask: np.ndarray
+    # Added to the network's logits before the choice (``[N]``, or None): a
+    # heuristic-led placement's bonus on the node the heuristic would take.
+    prior: np.ndarray | None = None
 
 
 class NodeLoads:

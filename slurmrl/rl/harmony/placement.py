@@ -1,6 +1,12 @@
 """The learned placement: a pointer over nodes for every job that fits in one node.
 
 Called by the ordering's scheduler for one job at a time, like any placement.
+
+Led (``lead=True``): the fallback heuristic is asked first, and the node it
+would take gets :data:`LEAD_BONUS` added to the network's logit, so a network
+that outputs zero places every job exactly where the heuristic would (a job
+no single node can hold goes to the heuristic as well): the untrained policy
+is the heuristic, and learning moves it from there.
 A job that fits in one node (the great majority in the Philly-derived traces)
 goes to the node the network points at, on that node's closest free GPUs
 (:func:`~slurmrl.policy.placement.common.pick_in_node`); a job that must span
@@ -11,19 +17,21 @@ to the ``fallback`` heuristic placement.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from slurmrl.cluster.model import NodeAlloc, Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.placement.common import eligible, node_request, pick_in_node
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.harmony.features import HarmonyObs, NodeLoads, PlacementObs, observe
 
 # Picks a node index from an observation: (node, log-probability of the pick).
 Chooser = Callable[[PlacementObs], tuple[int, float]]
+# Logit bonus of the heuristic's node in a led placement (see the module docstring).
+LEAD_BONUS = 1.0
 
 
 @dataclass(frozen=True)
@@ -44,10 +52,13 @@ class HarmonyPlacement:
 
     name = "harmony"
 
-    def __init__(self, obs: HarmonyObs, chooser: Chooser, fallback: PlacementPolicy) -> None:
+    def __init__(
+        self, obs: HarmonyObs, chooser: Chooser, fallback: PlacementPolicy, *, lead: bool = False
+    ) -> None:
         self.obs = obs
         self.chooser = chooser
         self.fallback = fallback
+        self.lead = lead
         self.queue: Sequence[JobView] = ()
         self.tried: dict[str, Step] = {}  # the latest pointer decision per job in this pass
         self._view: ClusterView | None = None
@@ -70,10 +81,10 @@ class HarmonyPlacement:
             return None
         single = job.gpus <= cluster.max_gpus_per_node and job.num_nodes in (None, 1)
         if view is None or not single:
-            return self._fallback(job, pool, view)
+            return self.fallback.place(job, pool, view)
         mask = eligible(job, pool)
         if not (mask & (pool.free_count >= job.gpus)).any():
-            return None
+            return self.fallback.place(job, pool, view) if self.lead else None
         loads = self._loads_for(view)
         o = observe(
             job,
@@ -86,19 +97,43 @@ class HarmonyPlacement:
             running=len(view.running),
             eligible=mask,
         )
+        if self.lead:
+            o = self._led(o, self.fallback.place(job, pool, view))
         node, logp = self.chooser(o)
         if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook
             return None
         placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
         self.tried[job.job_id] = Step(job.job_id, job.gpus, o, node, logp, placement, view.now)
-        loads.add(job, placement)
         return placement
 
-    def _fallback(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
-        placement = self.fallback.place(job, pool, view)
-        if placement is not None and view is not None:
-            self._loads_for(view).add(job, placement)
-        return placement
+    @staticmethod
+    def _led(o: PlacementObs, heuristic: Placement | None) -> PlacementObs:
+        prior = _led_prior(o, heuristic)
+        return o if prior is None else replace(o, prior=prior)
+
+    def confirm(self, job: JobView, placement: Placement, view: ClusterView) -> None:
+        """``job`` starts on ``placement``: only now does it load its nodes for the pass's later decisions.
+
+        A reservation probe (EasyBackfill asks where the blocked head job
+        would go once GPUs free up) or a what-if call is never confirmed, so
+        it leaves no phantom neighbour behind.
+        """
+        self._loads_for(view).add(job, placement)
+        confirm_start(self.fallback, job, placement, view)
+
+
+def _led_prior(o: PlacementObs, heuristic: Placement | None) -> np.ndarray | None:
+    """:data:`LEAD_BONUS` on the heuristic's node when it is one node the pointer may choose."""
+    if heuristic is None or len(heuristic.allocs) != 1 or not o.mask[heuristic.allocs[0].node]:
+        return None
+    prior = np.zeros(len(o.mask), dtype=np.float32)
+    prior[heuristic.allocs[0].node] = LEAD_BONUS
+    return prior
+
+
+def with_prior(logits: np.ndarray, o: PlacementObs) -> np.ndarray:
+    """The logits a chooser decides on: the network's plus the observation's prior, if any."""
+    return logits if o.prior is None else logits + o.prior
 
 
 def greedy_chooser(logits_of: Callable[[PlacementObs], np.ndarray]) -> Chooser:
@@ -106,7 +141,7 @@ def greedy_chooser(logits_of: Callable[[PlacementObs], np.ndarray]) -> Chooser:
     from slurmrl.rl.inference import pick
 
     def choose(o: PlacementObs) -> tuple[int, float]:
-        return pick(logits_of(o)), 0.0
+        return pick(with_prior(logits_of(o), o)), 0.0
 
     return choose
 
@@ -115,7 +150,7 @@ def sampling_chooser(logits_of: Callable[[PlacementObs], np.ndarray], rng: np.ra
     """Training's behaviour policy: a node drawn from the softmax, with its log-probability."""
 
     def choose(o: PlacementObs) -> tuple[int, float]:
-        z = logits_of(o).astype(np.float64)
+        z = with_prior(logits_of(o), o).astype(np.float64)
         z -= z.max()
         p = np.exp(z)
         p /= p.sum()

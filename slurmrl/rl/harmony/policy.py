@@ -47,6 +47,7 @@ class HarmonyCheckpoint:
     net: HarmonyNetConfig
     obs: HarmonyObs
     ordering: str = DEFAULT_ORDERING
+    lead: bool = False  # the fallback heuristic's node gets a logit bonus (HarmonyPlacement)
 
 
 class _WindowOrdering:
@@ -72,6 +73,7 @@ class HarmonyPolicy:
     """A heuristic ordering's scheduler with the learned placement."""
 
     deployable = True
+    learned = True  # a trained network: judged by gap closure against the heuristics
 
     def __init__(
         self,
@@ -81,13 +83,14 @@ class HarmonyPolicy:
         *,
         ordering: str = DEFAULT_ORDERING,
         name: str = "harmony",
+        lead: bool = False,
     ) -> None:
         from slurmrl.policy.registry import policy_entry
 
         if ordering not in ORDERINGS:
             raise PolicyError(f"harmony ordering '{ordering}' is not one of {', '.join(ORDERINGS)}")
         self.name = name
-        self.placement = HarmonyPlacement(obs, chooser, fallback)
+        self.placement = HarmonyPlacement(obs, chooser, fallback, lead=lead)
         self._inner = policy_entry(ordering).load()(self.placement)
         self._inner.ordering = _WindowOrdering(self._inner.ordering, self.placement)
         self.steps: list[Step] | None = None  # set to a list to record the decisions that started jobs
@@ -118,6 +121,7 @@ class HarmonyPolicy:
             fallback or make_placement("interference-aware"),
             ordering=ckpt.ordering,
             name="harmony" if directory.name == DEFAULT_POLICY else f"harmony:{directory.name}",
+            lead=ckpt.lead,
         )
 
 
@@ -127,6 +131,8 @@ def save_checkpoint(
     obs: HarmonyObs,
     ordering: str,
     extra: Mapping[str, object] | None = None,
+    *,
+    lead: bool = False,
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -135,6 +141,8 @@ def save_checkpoint(
         "obs": obs.to_dict(),
         "ordering": ordering,
     }
+    if lead:
+        config["lead"] = True
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)
@@ -148,6 +156,9 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
         net_cfg = HarmonyNetConfig(**raw["net"])
         obs = HarmonyObs.from_dict(raw["obs"])
         ordering = str(raw.get("ordering", DEFAULT_ORDERING))
+        lead = raw.get("lead", False)
+        if not isinstance(lead, bool):
+            raise ValueError("'lead' must be true or false")
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyError(
             f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
@@ -156,7 +167,7 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
         raise PolicyError(
             f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
         )
-    return HarmonyCheckpoint(net_cfg, obs, ordering), checkpoints.read_weights(
+    return HarmonyCheckpoint(net_cfg, obs, ordering, lead), checkpoints.read_weights(
         directory, weight_shapes(net_cfg)
     )
 

@@ -71,6 +71,30 @@ class MaifsStep:
     time: float
 
 
+# Logit bonus of the option a lead heuristic proposes for an agent (its count
+# and rack, on its GPUs), or of "not now" for an agent it starts nothing for.
+LEAD_BONUS = 1.0
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What a lead heuristic proposes for one agent: its placement, or None (it waits)."""
+
+    placement: Placement | None = None
+
+
+def lead_option(agent: Agent, placement: Placement, cluster: Cluster, obs: MaifsObs) -> int | None:
+    """The option index of ``placement``: its count on its one rack, or on "anywhere" when it spans racks."""
+    count = placement.num_gpus
+    counts = agent.counts[: obs.max_counts]
+    if count not in counts:
+        return None
+    racks = {cluster.nodes[n].rack for n in placement.nodes}
+    width = len(cluster.racks) + 1
+    target = next(iter(racks)) if len(racks) == 1 else width - 1
+    return counts.index(count) * width + target
+
+
 @dataclass(frozen=True)
 class Agent:
     job: JobView
@@ -109,11 +133,15 @@ class Resolver:
         net: AgentNet,
         choose: Chooser,
         gate: Gate | None = None,
+        leads: list[Lead] | None = None,
     ) -> tuple[MaifsStep, list[Start]]:
         """Let ``agents`` choose in order, allocating in ``pool``; the step and the starts it made.
 
         With a ``gate`` each agent's options and placement are limited to the
-        GPUs its reservation leaves it (:mod:`.reservation`).
+        GPUs its reservation leaves it (:mod:`.reservation`). With ``leads``
+        (one per agent) "not now" is always open and the proposed option, or
+        "not now", gets :data:`LEAD_BONUS`; a proposed option taken starts on
+        the proposal's own GPUs, so zero logits reproduce the proposals.
         """
         obs, k = self.obs, self.obs.window
         n_opt = obs.options(self.racks)
@@ -165,12 +193,20 @@ class Resolver:
             rows, mask = first[0] if i == 0 else rows_for(agent)
             table = option_table(agent.counts, self.racks, obs.max_counts)
             mask = mask.copy()
+            prior: np.ndarray | None = None
+            proposed: tuple[int, Placement] | None = None
+            if leads is not None:
+                prior, proposed = self._lead(agent, leads[i], mask, mine)
             while True:
-                a, logp = choose(net.logits(context, i, rows, mask))
+                logits = net.logits(context, i, rows, mask)
+                a, logp = choose(logits if prior is None else logits + prior)
                 choice = table[a]
                 if choice is None:  # "not now"
                     break
-                placement = self.place(agent.job, choice.count, choice.rack, mine, view)
+                if proposed is not None and a == proposed[0]:
+                    placement: Placement | None = proposed[1]
+                else:
+                    placement = self.place(agent.job, choice.count, choice.rack, mine, view)
                 if placement is not None:
                     pool.allocate(placement)
                     if gate is not None:
@@ -183,6 +219,22 @@ class Resolver:
                     mask[-1] = True
             options[i], masks[i], actions[i], logps[i] = rows, mask, a, logp
         return MaifsStep(jobs, glob, options, masks, actions, logps, now), starts
+
+    def _lead(
+        self, agent: Agent, lead: Lead, mask: np.ndarray, pool: GpuPool
+    ) -> tuple[np.ndarray, tuple[int, Placement] | None]:
+        """The agent's prior and its proposed (option, placement); opens "not now" and the proposal in ``mask``."""
+        prior = np.zeros(mask.size, dtype=np.float32)
+        mask[-1] = True
+        option = None
+        if lead.placement is not None and pool.is_free(lead.placement):
+            option = lead_option(agent, lead.placement, self.cluster, self.obs)
+        if option is None:
+            prior[-1] = LEAD_BONUS
+            return prior, None
+        mask[option] = True
+        prior[option] = LEAD_BONUS
+        return prior, (option, lead.placement)  # type: ignore[return-value]
 
     def agent(self, job: JobView, estimate: float) -> Agent:
         return Agent(job, count_choices(job, self.obs.max_counts), estimate)

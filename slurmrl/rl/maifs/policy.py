@@ -7,6 +7,14 @@ Non-preemptive and work-conserving ("not now" is open to an agent only when
 none of its options can be placed), so a job's count is chosen once, at its
 start; rigid jobs are placed like any other, on their one count.
 
+Led by a rigid heuristic (``"lead"`` in the checkpoint's config): the
+heuristic decides each pass as it would alone; its starts are the first
+agents, each with a bonus on the option that is the heuristic's own (its
+count, its rack, its GPUs), the rest of its ranking the next agents, with a
+bonus on "not now". A network that outputs zero thus starts exactly the
+heuristic's jobs on exactly its GPUs; training moves counts and racks from
+there.
+
 A checkpoint is a folder with ``model.safetensors`` (weights only, no
 pickle) and ``config.json``, loadable without torch: decisions run in numpy.
 """
@@ -24,16 +32,17 @@ import numpy as np
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
-from slurmrl.policy.base import PlacementPolicy
+from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.policy.ordering.qssf import QssfOrdering
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl import checkpoints
-from slurmrl.rl.maifs.coordination import AgentNet, Chooser, MaifsStep, Resolver
+from slurmrl.rl.lead import Led, check_lead, lead_policy, led_decisions, propose
+from slurmrl.rl.maifs.coordination import AgentNet, Chooser, Lead, MaifsStep, Resolver
 from slurmrl.rl.maifs.netconfig import MaifsNetConfig, weight_shapes
 from slurmrl.rl.maifs.numpy_net import NumpyMaifs
 from slurmrl.rl.maifs.obs import MaifsObs
 from slurmrl.rl.maifs.reservation import Gate, Reserver
-from slurmrl.rl.maifs.window import pick_window
+from slurmrl.rl.maifs.window import could_fit, pick_window
 
 if TYPE_CHECKING:
     from slurmrl.rl.maifs.network import MaifsNet
@@ -66,15 +75,23 @@ def sampling(rng: np.random.Generator) -> Chooser:
     return choose
 
 
-class MaifsPolicy:
+class MaifsPolicy(Led):
     """Multi-agent count-and-placement decisions over a window of the ranking."""
 
     deployable = True
+    learned = True  # a trained network: judged by gap closure against the heuristics
 
     def __init__(
-        self, obs: MaifsObs, net: AgentNet, choose: Chooser = greedy, *, name: str = "maifs"
+        self,
+        obs: MaifsObs,
+        net: AgentNet,
+        choose: Chooser = greedy,
+        *,
+        name: str = "maifs",
+        lead: Policy | None = None,
     ) -> None:
         self.name = name
+        self.lead = lead
         self.obs = obs
         self.net = net
         self.choose = choose
@@ -92,6 +109,8 @@ class MaifsPolicy:
         return self._resolver
 
     def decide(self, view: ClusterView) -> Decisions:
+        if self.lead is not None:
+            return self._decide_led(view, self.lead)
         ranked = self.ordering.order(view)
         pool = view.pool.copy()
         gate = self.reserver.gate(view, ranked, pool) if self.reserver is not None else None
@@ -136,12 +155,49 @@ class MaifsPolicy:
             began.extend((by_id[s.job_id], s.placement) for s in started)
         return began
 
+    def _decide_led(self, view: ClusterView, lead: Policy) -> Decisions:
+        """Agents over the lead heuristic's proposals, then its ranking (see the module docstring)."""
+        for done in view.finished:
+            self.ordering.estimator.learn(done)
+        proposal = propose(lead, view)
+        pool, proposed = proposal.pool, list(proposal.starts)
+        resolver, estimator, k = self.resolver(view), self.ordering.estimator, self.obs.window
+        began: list[tuple[JobView, Placement]] = []
+        done_ids: set[str] = set()
+        while pool.total_free > 0 or proposed:
+            props, proposed = proposed[:k], proposed[k:]
+            rest = [j for j in proposal.ranked if j.job_id not in done_ids and could_fit(j, pool)]
+            window = [j for j, _ in props] + rest[: k - len(props)]
+            if not window:
+                break
+            agents = [resolver.agent(job, estimator.estimate(job)) for job in window]
+            leads = [Lead(p) for _, p in props] + [Lead()] * (len(window) - len(props))
+            step, started = resolver.step(agents, view, pool, self.net, self.choose, None, leads)
+            if self.steps is not None:
+                self.steps.append(step)
+            done_ids.update(job.job_id for job in window)
+            by_id = {job.job_id: job for job in window}
+            began.extend((by_id[s.job_id], s.placement) for s in started)
+            if not props and not started:
+                break
+        return led_decisions(proposal, view, began)
+
     @classmethod
     def from_dir(cls, directory: Path | str) -> MaifsPolicy:
         directory = Path(directory)
         obs, net_cfg, state = read_checkpoint(directory)
         name = "maifs" if directory.name == DEFAULT_POLICY else f"maifs:{directory.name}"
-        return cls(obs, NumpyMaifs(net_cfg, state), name=name)
+        lead = read_lead(directory)
+        return cls(obs, NumpyMaifs(net_cfg, state), name=name, lead=lead_policy(lead, LEAD_PLACEMENT))
+
+
+LEAD_PLACEMENT = "topology"  # the lead heuristic places as the agents do
+
+
+def read_lead(directory: Path) -> str:
+    """The checkpoint's ``lead``: "" or a deployable heuristic's registered name."""
+    raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS")
+    return check_lead(str(raw.get("lead", "")), directory / CONFIG)
 
 
 def numpy_copy(net: MaifsNet) -> NumpyMaifs:

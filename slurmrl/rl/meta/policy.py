@@ -33,6 +33,7 @@ def harmony_policy(directory: Path, placement: PlacementPolicy | None, name: str
         placement or make_placement(FALLBACK),
         ordering=ckpt.ordering,
         name=name,
+        lead=ckpt.lead,
     )
 
 

@@ -1,0 +1,26 @@
+"""A policy or placement by name: where its factory lives, and what it promises.
+
+Its own module so that the tables of shipped entries (:mod:`slurmrl.policy.builtin`)
+and the lookup by name (:mod:`slurmrl.policy.registry`) both build on it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    target: str  # "package.module:factory"
+    summary: str
+    deployable: bool = True  # False: uses true durations, a bound only
+    default_placement: str = "first-fit"
+    learned: bool = False  # a trained network (imports torch; not in compare's default set)
+
+    def load(self) -> Callable[..., object]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)

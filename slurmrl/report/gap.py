@@ -1,0 +1,194 @@
+"""Gap closure: how much of the way from the best heuristic to the clairvoyant reference a policy goes.
+
+A learned policy earns its place only by beating what an admin can already
+run, and "x% better" means little without knowing how much better anything
+could be. So a policy P is judged against
+
+* H, the best deployable heuristic of the run (lowest mean avg JCT over
+  every deployable, non-learned row: each ordering x placement that was run),
+* O, the clairvoyant reference: ``srtf-oracle`` (or its elastic variant,
+  whichever is lower) for a preemptive policy or an elastic run,
+  ``sjf-oracle`` otherwise; when H is already no worse than that reference
+  (a preemptive heuristic can beat the non-preemptive bound), the lowest of
+  all references, so there is a gap to measure,
+
+as ``closure = (H - P) / (H - O)``: 0 = no better than the heuristic, 1 =
+as good as the reference, negative = worse than the heuristic. It is given
+on avg JCT and on the excess over run time (avg JCT minus the run's avg-JCT
+lower bound, :mod:`slurmrl.sim.bounds`), which differ only when the rows'
+bounds differ. Over several seeds H and O are chosen once, on the mean, and
+the closure is computed per seed, then reduced to its mean with a 95%
+Student-t interval (:func:`slurmrl.sim.seeds.seed_stat`). Beside it: the
+headroom (H - O) / H, which says whether there is much to close at all, and
+P against H, (P - H) / H.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmrl.sim.seeds import SeedStat, seed_stat
+
+PREEMPTIVE_REFERENCES = ("srtf-oracle", "srtf-oracle-elastic")
+NON_PREEMPTIVE_REFERENCES = ("sjf-oracle",)
+
+
+@dataclass(frozen=True)
+class GapRow:
+    """What the yardstick reads of one run."""
+
+    label: str  # policy+placement
+    policy: str
+    avg_jct: float
+    bound: float  # avg-JCT lower bound of the run (NaN when unknown)
+    deployable: bool
+    learned: bool
+    preemptive: bool
+
+
+@dataclass(frozen=True)
+class GapClosure:
+    policy: str  # P's label
+    heuristic: str  # H's label
+    reference: str  # O's label
+    jct: SeedStat  # closure on avg JCT
+    excess: SeedStat  # closure on avg JCT - bound
+    policy_jct: SeedStat
+    heuristic_jct: SeedStat
+    reference_jct: SeedStat
+    headroom: SeedStat  # (H - O) / H
+    vs_heuristic: SeedStat  # (P - H) / H: negative is better than H
+
+
+def closure(heuristic: float, reference: float, policy: float) -> float:
+    """``(H - P) / (H - O)``; NaN when the reference is no better than the heuristic (no gap to close)."""
+    gap = heuristic - reference
+    if not (math.isfinite(gap) and math.isfinite(policy)) or gap <= 0:
+        return math.nan
+    return (heuristic - policy) / gap
+
+
+def _is_learned(policy: str) -> bool:
+    from slurmrl.errors import PolicyError
+    from slurmrl.policy.registry import policy_entry
+
+    try:
+        return policy_entry(policy.split(":", 1)[0]).learned
+    except PolicyError:
+        return False
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def gap_row(label: str, summary: Mapping[str, object], meta: Mapping[str, object]) -> GapRow:
+    """A run's row from its summary and meta (``learned``/``preemptive`` read from the registry when absent)."""
+    policy = str(meta.get("policy", label.split("+", 1)[0]))
+    learned = meta.get("learned")
+    return GapRow(
+        label,
+        policy,
+        _number(summary.get("avg_jct")),
+        _number(summary.get("avg_jct_lower_bound")),
+        bool(meta.get("deployable", True)),
+        bool(learned) if learned is not None else _is_learned(policy),
+        bool(meta.get("preemptive", False)),
+    )
+
+
+def table_row(row: Mapping[str, object]) -> GapRow:
+    """A row of ``compare``'s table (policy, placement, deployable and the summary's figures)."""
+    policy = str(row["policy"])
+    meta = {"policy": policy, "deployable": row.get("deployable", True)}
+    if Path(policy).is_dir():  # a trained checkpoint folder
+        meta["learned"] = True
+    return gap_row(f"{policy}+{row.get('placement', '')}", row, meta)
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _best(labels: Sequence[str], jct: Mapping[str, float]) -> str | None:
+    scored = [(jct[label], label) for label in labels if math.isfinite(jct[label])]
+    return min(scored)[1] if scored else None
+
+
+def gap_closures(per_seed: Sequence[Sequence[GapRow]], *, elastic: bool) -> tuple[GapClosure, ...]:
+    """One closure per learned row of the run, for every one that has both an H and an O row.
+
+    ``per_seed`` holds the same labels in every seed (rows are matched by label).
+    """
+    if not per_seed or not per_seed[0]:
+        return ()
+    seeds = [{row.label: row for row in rows} for rows in per_seed]
+    first = per_seed[0]
+    jct = {row.label: _mean([s[row.label].avg_jct for s in seeds if row.label in s]) for row in first}
+    heuristic = _best([r.label for r in first if r.deployable and not r.learned], jct)
+    out: list[GapClosure] = []
+    for p in (r for r in first if r.learned):
+        names = PREEMPTIVE_REFERENCES if (p.preemptive or elastic) else NON_PREEMPTIVE_REFERENCES
+        reference = _best([r.label for r in first if not r.deployable and r.policy in names], jct)
+        if heuristic is None or reference is None:
+            continue
+        if not jct[reference] < jct[heuristic]:
+            every = PREEMPTIVE_REFERENCES + NON_PREEMPTIVE_REFERENCES
+            reference = _best([r.label for r in first if not r.deployable and r.policy in every], jct)
+            if reference is None:
+                continue
+        h, o, q = ([s[label] for s in seeds] for label in (heuristic, reference, p.label))
+        out.append(
+            GapClosure(
+                p.label,
+                heuristic,
+                reference,
+                seed_stat(
+                    [closure(a.avg_jct, b.avg_jct, c.avg_jct) for a, b, c in zip(h, o, q, strict=True)]
+                ),
+                seed_stat(
+                    [
+                        closure(a.avg_jct - a.bound, b.avg_jct - b.bound, c.avg_jct - c.bound)
+                        for a, b, c in zip(h, o, q, strict=True)
+                    ]
+                ),
+                seed_stat([c.avg_jct for c in q]),
+                seed_stat([a.avg_jct for a in h]),
+                seed_stat([b.avg_jct for b in o]),
+                seed_stat([(a.avg_jct - b.avg_jct) / a.avg_jct for a, b in zip(h, o, strict=True)]),
+                seed_stat([(c.avg_jct - a.avg_jct) / a.avg_jct for a, c in zip(h, q, strict=True)]),
+            )
+        )
+    return tuple(out)
+
+
+def format_stat(stat: SeedStat, *, percent: bool = True) -> str:
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    if not math.isfinite(stat.mean):
+        return "n/a"
+    text = f"{stat.mean * scale:+.1f}{unit}" if percent else f"{stat.mean:.4g}"
+    if math.isfinite(stat.half_width):
+        text += f" ± {stat.half_width * scale:.1f}{unit}" if percent else f" ± {stat.half_width:.2g}"
+    return text
+
+
+def _hours(stat: SeedStat) -> str:
+    return f"{stat.mean / 3600:.2f} h" if math.isfinite(stat.mean) else "n/a"
+
+
+def format_gaps(gaps: Sequence[GapClosure]) -> str:
+    """Lines for the terminal: one per learned policy."""
+    lines = []
+    for g in gaps:
+        seeds = f" over {g.jct.n} seeds (mean ± 95% CI)" if g.jct.n > 1 else ""
+        lines.append(
+            f"gap closure of {g.policy}{seeds}: {format_stat(g.jct)} of avg JCT, "
+            f"{format_stat(g.excess)} of excess over run time; "
+            f"H = {g.heuristic} ({_hours(g.heuristic_jct)}), O = {g.reference}* ({_hours(g.reference_jct)}), "
+            f"headroom (H-O)/H {format_stat(g.headroom)}, P vs H {format_stat(g.vs_heuristic)}"
+        )
+    return "\n".join(lines)

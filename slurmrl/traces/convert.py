@@ -1,0 +1,136 @@
+"""Rebuild the shared collection's converted files from their upstream sources, byte for byte.
+
+The shared traces folder keeps some sources converted: the normalized
+4-week Philly window out of the Pollux job list, the openb pod list in the
+normalized schema, and files whose header was renamed. Each function here
+redoes one such conversion, so ``slurmrl traces fetch`` can build the file
+from its upstream bytes (checked first against ``source_sha256``) and then
+check the result against the very checksum the collection's copy has.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from slurmrl.errors import SlurmrlError
+
+NORMALIZED = (
+    "job_id",
+    "user",
+    "vc",
+    "submit_time",
+    "duration_s",
+    "num_gpus",
+    "num_nodes",
+    "status",
+    "job_type",
+)
+PHILLY_WINDOW = (datetime(2017, 10, 2), datetime(2017, 10, 30))  # 4 weeks, Monday to Monday
+OPENB_STATUS = {"Succeeded": "COMPLETED", "Failed": "FAILED", "Running": "RUNNING", "Pending": "PENDING"}
+
+
+def _rows(source: Path) -> list[dict[str, str]]:
+    with source.open(newline="", encoding="utf-8") as fh:
+        return [row for row in csv.DictReader(fh) if any(row.values())]
+
+
+def _write(out: Path, header: tuple[str, ...], rows: list[list[object]]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    out.write_bytes(buffer.getvalue().encode())
+
+
+def philly_window(source: Path, out: Path) -> None:
+    """Pollux's ``philly.csv`` -> the normalized jobs submitted in the 4-week window.
+
+    ``job_id`` is ``philly-p`` and the 0-based data-row index in the source;
+    ``submit_time`` counts seconds from the window start; rows are sorted by
+    (submit_time, job_id); the source's own strings for run time and GPU
+    time are kept as written.
+    """
+    start, end = PHILLY_WINDOW
+    picked = []
+    for index, row in enumerate(_rows(source)):
+        submitted = datetime.fromisoformat(row["timestamp"])
+        if start <= submitted < end:
+            picked.append((int((submitted - start).total_seconds()), f"philly-p{index:06d}", row))
+    picked.sort(key=lambda item: (item[0], item[1]))
+    rows = [
+        [
+            job_id,
+            "",
+            r["cluster"],
+            submit,
+            r["duration"],
+            r["num_gpus"],
+            "",
+            "",
+            "",
+            r["timestamp"],
+            r["gpu_time"],
+        ]
+        for submit, job_id, r in picked
+    ]
+    _write(out, (*NORMALIZED, "submit_datetime", "gpu_time_s"), rows)
+
+
+def openb_pods(source: Path, out: Path) -> None:
+    """The openb pod list -> the normalized schema, one node per pod, source order.
+
+    A pod never scheduled has no start, run time or wait; a pod deleted at
+    the last deletion time of the trace is marked censored.
+    """
+    pods = _rows(source)
+    trace_end = max(int(p["deletion_time"]) for p in pods)
+    rows = []
+    for p in pods:
+        submit, deleted, scheduled = int(p["creation_time"]), int(p["deletion_time"]), p["scheduled_time"]
+        start: object = ""
+        run: object = ""
+        wait: object = ""
+        if scheduled:
+            at = int(scheduled)
+            start, run, wait = float(at), float(deleted - at), float(at - submit)
+        rows.append(
+            [
+                p["name"], "", "", submit, run, p["num_gpu"], 1, OPENB_STATUS.get(p["pod_phase"], ""), "",
+                start, deleted, wait, deleted == trace_end,
+                p["gpu_milli"], p["cpu_milli"], p["memory_mib"], p["gpu_spec"], p["qos"], p["pod_phase"],
+            ]
+        )  # fmt: skip
+    extra = ("start_time", "end_time", "wait_s", "censored_at_trace_end", "gpu_milli", "cpu_milli")
+    _write(out, (*NORMALIZED, *extra, "memory_mib", "gpu_spec", "qos", "pod_phase_raw"), rows)
+
+
+def _new_header(header: str) -> Callable[[Path, Path], None]:
+    """A conversion that only renames the columns (the first line)."""
+
+    def convert(source: Path, out: Path) -> None:
+        body = source.read_bytes().split(b"\n", 1)
+        out.write_bytes(header.encode() + b"\n" + (body[1] if len(body) > 1 else b""))
+
+    convert.__doc__ = f"The source with its header line replaced by '{header}'."
+    return convert
+
+
+CONVERTERS: dict[str, Callable[[Path, Path], None]] = {
+    "philly-window": philly_window,
+    "openb-pods": openb_pods,
+    "philly-vc-nodes": _new_header("vc,num_nodes"),
+    "openb-nodes": _new_header("node_id,cpu_milli,memory_mib,num_gpus,gpu_model"),
+}
+
+
+def convert(name: str, source: Path, out: Path) -> None:
+    if name not in CONVERTERS:
+        raise SlurmrlError(f"unknown conversion '{name}'; known: {', '.join(CONVERTERS)}")
+    try:
+        CONVERTERS[name](source, out)
+    except (KeyError, ValueError) as exc:
+        raise SlurmrlError(f"cannot convert with '{name}' ({exc!r})", file=str(source)) from None

@@ -1,0 +1,138 @@
+"""Learned policies start from the best heuristic: a zero network output reproduces it exactly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slurmrl.errors import PolicyError
+from slurmrl.policy import make_placement
+from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
+from slurmrl.rl.inference import NumpyTopDRL
+from slurmrl.rl.lead import lead_policy
+from slurmrl.rl.netconfig import NetConfig, weight_shapes
+from slurmrl.rl.topdrl import TopDRLPolicy, read_checkpoint_config, shipped_policy_dir
+from slurmrl.rl.window_policy import lead_prior
+from slurmrl.sim.experiment import prepare, run_policy
+
+
+def zero_topdrl(lead: str, placement: str = "topology") -> TopDRLPolicy:
+    """TopDRL's network with every weight zero (it outputs 0 for every row), led by ``lead``."""
+    obs = ObsConfig()
+    cfg = NetConfig(obs.job_features, len(CLUSTER_CHANNELS), len(GLOBAL_FEATURES))
+    state = {name: np.zeros(shape, dtype=np.float32) for name, shape in weight_shapes(cfg).items()}
+    place = make_placement(placement)
+    return TopDRLPolicy(NumpyTopDRL(cfg, state), obs, place, lead=lead_policy(lead, placement))
+
+
+@pytest.fixture(scope="module")
+def contended():
+    """2,500 jobs of the embedded week on 448 GPUs: queues form, backfill and preemption act."""
+    return prepare(scenario="philly-sample-448", limit=2500, seed=3)
+
+
+@pytest.mark.parametrize(
+    ("lead", "placement"), [("qssf", "topology"), ("tiresias", "topology"), ("sjf-limit", "consolidate")]
+)
+def test_zero_output_reproduces_the_lead_heuristic_job_by_job(contended, lead: str, placement: str) -> None:
+    alone = run_policy(contended, lead, placement=placement)
+    led = run_policy(contended, zero_topdrl(lead, placement))
+    assert led.records == alone.records  # every job: start, end, placement shape, preemptions
+    assert led.summary["avg_jct"] == alone.summary["avg_jct"]
+    assert led.meta["preemptive"] == (lead == "tiresias")
+
+
+def test_lead_prior_orders_proposals_then_stop_then_the_rest() -> None:
+    prior = lead_prior(3, 6)
+    assert list(np.argsort(-prior, kind="stable")) == [0, 1, 2, 6, 3, 4, 5]
+
+
+def test_a_checkpoint_names_its_lead_and_the_shipped_one_has_none(tmp_path: Path) -> None:
+    shipped = shipped_policy_dir()
+    assert read_checkpoint_config(shipped).lead == ""  # shipped behaviour is the original window
+    folder = tmp_path / "led"
+    shutil.copytree(shipped, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "lead": "qssf"}))
+    policy = TopDRLPolicy.from_dir(folder)
+    assert policy.lead is not None and policy.lead.name == "qssf"
+    (folder / "config.json").write_text(json.dumps({**config, "lead": "sjf-oracle"}))
+    with pytest.raises(PolicyError, match="deployable heuristic"):
+        TopDRLPolicy.from_dir(folder)
+
+
+def zero_pointer(lead: bool):
+    """Harmony's pointer network with every weight zero, under qssf's order, led or not."""
+    from slurmrl.rl.harmony.features import HarmonyObs
+    from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
+    from slurmrl.rl.harmony.netconfig import weight_shapes as pointer_shapes
+    from slurmrl.rl.harmony.numpy_net import NumpyHarmony
+    from slurmrl.rl.harmony.placement import greedy_chooser
+    from slurmrl.rl.harmony.policy import HarmonyPolicy
+
+    obs = HarmonyObs()
+    cfg = HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features)
+    state = {name: np.zeros(shape, dtype=np.float32) for name, shape in pointer_shapes(cfg).items()}
+    net = NumpyHarmony(cfg, state)
+    return HarmonyPolicy(obs, greedy_chooser(net.logits), make_placement("interference-aware"), lead=lead)
+
+
+def test_zero_pointer_led_by_its_fallback_places_as_the_heuristic() -> None:
+    from slurmrl.sim.experiment import SimSettings
+
+    workload = prepare(scenario="gavel-msr-6c71a0", limit=700, seed=3)
+    full = SimSettings(speed_model="full")
+    alone = run_policy(workload, "qssf", placement="interference-aware", settings=full)
+    led = run_policy(workload, zero_pointer(lead=True), settings=full)
+    assert led.records == alone.records
+    unled = run_policy(workload, zero_pointer(lead=False), settings=full)
+    assert unled.records != alone.records  # without the lead, the untrained pointer places elsewhere
+
+
+def zero_agents(lead: str):
+    """MAIFS's agents with every weight zero, led by the rigid heuristic ``lead``."""
+    from slurmrl.rl.maifs.netconfig import MaifsNetConfig
+    from slurmrl.rl.maifs.netconfig import weight_shapes as agent_shapes
+    from slurmrl.rl.maifs.numpy_net import NumpyMaifs
+    from slurmrl.rl.maifs.obs import MaifsObs
+    from slurmrl.rl.maifs.policy import LEAD_PLACEMENT, MaifsPolicy
+
+    obs = MaifsObs()
+    cfg = MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features)
+    state = {name: np.zeros(shape, dtype=np.float32) for name, shape in agent_shapes(cfg).items()}
+    return MaifsPolicy(obs, NumpyMaifs(cfg, state), lead=lead_policy(lead, LEAD_PLACEMENT))
+
+
+@pytest.mark.parametrize("lead", ["qssf", "tiresias"])
+def test_zero_agents_led_by_a_rigid_heuristic_reproduce_it_on_an_elastic_run(contended, lead: str) -> None:
+    from slurmrl.sim.experiment import SimSettings
+
+    elastic = SimSettings(elastic="fraction:0.5")
+    alone = run_policy(contended, lead, placement="topology", settings=elastic)
+    led = run_policy(contended, zero_agents(lead), settings=elastic)
+    assert led.records == alone.records
+
+
+def led_copy(tmp_path: Path, shipped: str, lead: object) -> Path:
+    """A copy of a shipped checkpoint whose config names ``lead``."""
+    folder = tmp_path / f"{shipped}-{lead}"
+    shutil.copytree(shipped_policy_dir(shipped), folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert "lead" not in config  # the shipped checkpoints decide as they were trained
+    (folder / "config.json").write_text(json.dumps({**config, "lead": lead}))
+    return folder
+
+
+def test_maifs_and_harmony_checkpoints_name_their_lead(tmp_path: Path) -> None:
+    from slurmrl.rl.harmony.policy import HarmonyPolicy
+    from slurmrl.rl.maifs.policy import MaifsPolicy
+
+    maifs = MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "qssf"))
+    assert maifs.lead is not None and maifs.lead.name == "qssf"
+    assert HarmonyPolicy.from_dir(led_copy(tmp_path, "harmony-philly", True)).placement.lead
+    with pytest.raises(PolicyError, match="deployable heuristic"):
+        MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "srtf-oracle"))
