@@ -272,8 +272,10 @@ def print_row(row: Row) -> None:
 
 
 def run_targets(wanted: set[str], repeat: int) -> None:
-    print(f"Process wall of each command, best of {repeat}; {os.cpu_count()} CPUs, load average ")
-    print(f"before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"Process wall of each command, best of {repeat}; {os.cpu_count()} CPUs, load average {load} (1, 5, 15 min)"
+    )
     print_header()
     for case in cases():
         if not wanted or case.name in wanted:
