@@ -1,5 +1,4 @@
 import gzip
-import time
 from pathlib import Path
 
 import pytest
@@ -90,16 +89,14 @@ def test_embedded_sample() -> None:
 
 
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
-def test_shared_philly_counts_and_speed() -> None:
-    start = time.perf_counter()
+def test_shared_philly_counts() -> None:
+    # Its load time is printed by benchmarks/sim_speed.py, not asserted here.
     trace = load_trace(PHILLY)
-    elapsed = time.perf_counter() - start
     assert len(trace) == 46070
     assert trace.skipped == 0 and trace.dropped == {}
     assert sum(1 for j in trace.jobs if j.num_gpus == 1) == 43982
     assert min(j.duration for j in trace.jobs) == 1.0
     assert len({j.vc for j in trace.jobs}) == 11
-    assert elapsed < 4.0  # about 0.5 s measured; generous bound for slow CI machines
 
 
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
