@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.slurm.snapshot import Snapshot
 
 BINARIES = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
@@ -162,6 +164,46 @@ def cancel(ids: list[str]) -> None:
         wait_for(lambda: all(state(j) in ENDED for j in ids), 30, "jobs to end")
 
 
+FILL_SETTLE = 3.0  # seconds fillers must keep running before they count as holding their GPUs
+
+
+def fill_nodes(layout: dict[str, list[int]], account: str) -> list[str]:
+    """Running filler jobs (under ``account``, outside the daemon's scope) holding ``count`` GPUs per entry on each node.
+
+    A filler that ends before it runs, or right after it started, is submitted again: after
+    slurmctld loses its state it hands out job ids again, and a slurmd refuses the credential
+    of an id it saw revoked, which can fail a job the controller already showed as running.
+    So the fillers must still be running a few seconds after they all started.
+    """
+    wanted = [(node, n) for node, counts in layout.items() for n in counts]
+    ids = [sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=account) for node, n in wanted]
+
+    def running() -> bool:
+        for k, (node, n) in enumerate(wanted):
+            if state(ids[k]) in ("", "FAILED", "COMPLETED", "CANCELLED", "NODE_FAIL", "BOOT_FAIL"):
+                ids[k] = sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=account)
+        return all(state(j) == "RUNNING" for j in ids)
+
+    def settled() -> bool:
+        if not running():
+            return False
+        time.sleep(FILL_SETTLE)
+        return running()
+
+    try:
+        wait_for(settled, 90, "filler jobs to run")
+    except BaseException:
+        queue = subprocess.run(
+            ["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30
+        )
+        nodes = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30
+        )
+        print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
+        raise
+    return ids
+
+
 class Released:
     """Reads the queue with chosen held jobs shown as waiting on resources (and, where asked,
     their ``--constraint`` hidden, as a reader that cannot see it would); writes go to Slurm.
@@ -205,6 +247,37 @@ def daemon_config(tmp: Path, account: str, **kw: object) -> DaemonConfig:
     return DaemonConfig(**base)  # type: ignore[arg-type]
 
 
+class StartOnFree:
+    """A test policy: starts each listed job on ``per_node`` free GPUs of each of its nodes."""
+
+    name = "start-on-free"
+    deployable = True
+
+    def __init__(self, nodes: dict[str, tuple[str, ...]], per_node: int) -> None:
+        self.nodes, self.per_node = nodes, per_node
+
+    def decide(self, view: ClusterView) -> Decisions:
+        order = [j.job_id for j in view.pending]
+        index = view.cluster.node_index
+        starts = tuple(
+            Start(
+                jid,
+                Placement.of(
+                    [
+                        (index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
+                        for n in names
+                    ]
+                ),
+            )
+            for jid, names in self.nodes.items()
+            if jid in order
+        )
+        return Decisions(order=order, starts=starts)
+
+    def bind_oracle(self, durations) -> None:  # pragma: no cover - a deployable policy
+        pass
+
+
 def write_toml(path: Path, cfg: DaemonConfig) -> None:
     """The daemon config file ``slurmrl daemon --config`` reads, for the live tests' ``cfg``."""
     path.write_text(
@@ -214,47 +287,6 @@ def write_toml(path: Path, cfg: DaemonConfig) -> None:
         f'[scope]\npartitions = ["gpu"]\naccounts = {json.dumps(list(cfg.scope.accounts))}\n'
         f'[slurm]\nconf = "{cfg.slurm.conf}"\ntimeout = 20\n'
     )
-
-
-FILL_SETTLE = 3.0  # seconds fillers must keep running before they count as holding their GPUs
-
-
-def fill_nodes(layout: dict[str, list[int]], account: str) -> list[str]:
-    """Running filler jobs holding ``count`` GPUs per entry on each node, under ``account``
-    (outside the daemon's scope).
-
-    A filler that ends before it runs, or right after it started, is submitted again: after
-    slurmctld loses its state it hands out job ids again, and a slurmd refuses the credential
-    of an id it saw revoked, which can fail a job the controller already showed as running.
-    So the fillers must still be running a few seconds after they all started.
-    """
-    wanted = [(node, n) for node, counts in layout.items() for n in counts]
-    ids = [sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=account) for node, n in wanted]
-
-    def running() -> bool:
-        for k, (node, n) in enumerate(wanted):
-            if state(ids[k]) in ("", "FAILED", "COMPLETED", "CANCELLED", "NODE_FAIL", "BOOT_FAIL"):
-                ids[k] = sbatch(f"-w{node}", "-N1", f"--gres=gpu:{n}", account=account)
-        return all(state(j) == "RUNNING" for j in ids)
-
-    def settled() -> bool:
-        if not running():
-            return False
-        time.sleep(FILL_SETTLE)
-        return running()
-
-    try:
-        wait_for(settled, 90, "filler jobs to run")
-    except BaseException:
-        queue = subprocess.run(
-            ["squeue", "-h", "-o", "%i %T %r %N"], capture_output=True, text=True, timeout=30
-        )
-        nodes = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True, timeout=30
-        )
-        print(f"queue:\n{queue.stdout}\nnodes:\n{nodes.stdout}")
-        raise
-    return ids
 
 
 def array_states(array: str, timeout: float = 60) -> dict[str, str]:

@@ -34,7 +34,11 @@ STOPPING = (RateLimited, ControllerUnreachable, MungeError)
 # many ids per call (our choice: a short command line; a refused call costs at most
 # this many single retries).
 BATCH = 50
-BATCH_FIELDS = ("site_factor", "nodes", "prefer", "admin_comment")
+# Fields scontrol sends for a list of ids. ReqNodeList= (like NumNodes=) is a size change,
+# which scontrol takes for one job only: it refuses a list before sending anything, as
+# "Invalid job ID" (update_size and _is_single_job in src/scontrol/update_job.c, 22.05 to
+# 26.05). Node lists are therefore given back one job per call.
+BATCH_FIELDS = ("site_factor", "prefer", "admin_comment")
 
 
 def error_kind(exc: BaseException) -> str:
@@ -218,7 +222,9 @@ def apply_changes(
         sent.extend(done)
         if stop is not None:
             return ApplyResult(tuple(sent), (), (), stop, len(changes))
-    for i, change in enumerate(changes):
+    units = _units(changes)
+    for i, unit in enumerate(units):
+        change = unit[0]
         jid = change.job_id
         is_note = change.field == "admin_comment" and not change.restore
         if jid in gone or (is_note and (not notes or jid in refused)):
@@ -228,11 +234,18 @@ def apply_changes(
         before = record.get(jid)
         ahead = not change.restore
         if ahead:
-            record_change(record, change, now)
-            _mark_unsure(record, jid, change.field, True)
+            for ch in unit:
+                record_change(record, ch, now)
+                _mark_unsure(record, jid, ch.field, True)
             persist()  # the intent is on disk before Slurm can act on it
         try:
-            send(backend, change)
+            try:
+                send_unit(backend, unit)
+            except SlurmError as exc:
+                if ahead or len(unit) == 1 or isinstance(exc, (JobNotFound, *STOPPING)):
+                    raise
+                for ch in unit:  # a give-back refused as a whole: each part on its own
+                    send(backend, ch)
         except JobNotFound as exc:
             gone.add(jid)
             record.drop(jid)
@@ -242,35 +255,80 @@ def apply_changes(
         except STOPPING as exc:  # an update left unanswered stays recorded as unsure
             if on_failed is not None:
                 on_failed(change, exc)
-            return ApplyResult(
-                tuple(sent), tuple(failed), tuple(sorted(gone)), exc, len(changes) - i, notes_refused
-            )
+            unsent = sum(len(u) for u in units[i:])
+            return ApplyResult(tuple(sent), tuple(failed), tuple(sorted(gone)), exc, unsent, notes_refused)
         except SlurmError as exc:
             if ahead:
                 _roll_back(record, jid, before)
-            failed.append((change, exc.format()))
+            failed.extend((ch, exc.format()) for ch in unit)
             refused.add(jid)
-            if change.field == "gpus" and not change.restore:
+            if any(ch.field == "gpus" for ch in unit) and not change.restore:
                 resize_refused.add(jid)
             if is_note and isinstance(exc, PermissionDenied):
                 notes, notes_refused = False, True
-            elif change.field in (*PIN_FIELDS, "gpus") and not change.restore:
+            elif any(ch.field in (*PIN_FIELDS, "gpus") for ch in unit) and not change.restore:
                 # Slurm refused the node list (e.g. a node outside the job's partition) or
                 # the GPU request (e.g. over a limit): not placed again until the request changes.
                 record.update(
                     jid, now, placement_blocked_until=now + refused_block, pin_refused=change.request
                 )
             if on_failed is not None:
-                on_failed(change, exc)
+                for ch in unit:
+                    on_failed(ch, exc)
             continue
-        if ahead:
-            _mark_unsure(record, jid, change.field, False)
-        else:
-            record_change(record, change, now)
-        sent.append(change)
-        if on_sent is not None:
-            on_sent(change)
+        for ch in unit:
+            if ahead:
+                _mark_unsure(record, jid, ch.field, False)
+            else:
+                record_change(record, ch, now)
+            sent.append(ch)
+            if on_sent is not None:
+                on_sent(ch)
     return ApplyResult(tuple(sent), tuple(failed), tuple(sorted(gone)), None, 0, notes_refused)
+
+
+def _units(changes: Sequence[Change]) -> list[tuple[Change, ...]]:
+    """The changes as updates: an elastic job's GPU request and its pin, next to each other
+    (the plan puts them so), form one update; every other change is one on its own.
+
+    Every ``scontrol update`` wakes the scheduler, so a resized job sent its pin in a second
+    update could start elsewhere in between. slurmctld takes ``Gres=``, ``NumNodes=`` and
+    ``ReqNodeList=`` in one request (``_update_job`` in src/slurmctld/job_mgr.c handles the
+    node list, the GRES and the node count in one pass) and scontrol sends them in one RPC.
+    """
+    out: list[tuple[Change, ...]] = []
+    i = 0
+    while i < len(changes):
+        ch = changes[i]
+        nxt = changes[i + 1] if i + 1 < len(changes) else None
+        fields = {ch.field, nxt.field} if nxt is not None else set()
+        if (
+            nxt is not None
+            and nxt.job_id == ch.job_id
+            and nxt.restore == ch.restore
+            and "gpus" in fields
+            and fields & set(PIN_FIELDS)
+        ):
+            out.append((ch, nxt))
+            i += 2
+        else:
+            out.append((ch,))
+            i += 1
+    return out
+
+
+def send_unit(backend: SlurmBackend, unit: tuple[Change, ...]) -> None:
+    """One update: a single change, or a GPU request with its pin (see :func:`_units`)."""
+    if len(unit) == 1:
+        send(backend, unit[0])
+        return
+    gpus = next(ch for ch in unit if ch.field == "gpus")
+    pin = next(ch for ch in unit if ch.field in PIN_FIELDS)
+    set_gpus = getattr(backend, "set_gpus", None)
+    if set_gpus is None:
+        raise SlurmError(f"job {gpus.job_id}: this backend cannot change a GPU request")
+    value: object = (list(pin.new) if pin.new else None) if pin.field == "nodes" else str(pin.new or "")
+    set_gpus(gpus.job_id, GpuAsk.parse(str(gpus.new)), pin=(pin.field, value))
 
 
 def _batch_key(change: Change) -> tuple[str, object] | None:

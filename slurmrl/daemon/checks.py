@@ -111,24 +111,6 @@ def admin_level(values: dict[str, str], config: DaemonConfig, uid: int | None = 
     )
 
 
-def accrue_check(values: dict[str, str], mode: str) -> CheckResult | None:
-    """Priority mode gives values back by hold + release, which zeroes accrue time (age
-    priority) where limits are enforced, unless PriorityFlags has ACCRUE_ALWAYS."""
-    if mode != "priority":
-        return None
-    enforce = values.get("AccountingStorageEnforce", "").lower()
-    flags = values.get("PriorityFlags", "").upper()
-    if any(w in enforce for w in ("limits", "safe", "qos")) and "ACCRUE_ALWAYS" not in flags:
-        return CheckResult(
-            "accrue time",
-            True,
-            "warning: revert in priority mode (hold + release) resets the jobs' age priority here "
-            "(AccountingStorageEnforce has limits, PriorityFlags lacks ACCRUE_ALWAYS); "
-            'prefer mode = "site_factor"',
-        )
-    return CheckResult("accrue time", True, "kept on revert (limits not enforced or ACCRUE_ALWAYS set)")
-
-
 def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
     """Which pin the daemon will write for a placement: ReqNodeList= (hard) or Prefer= (soft)."""
     if config.pin != "prefer":
@@ -179,9 +161,6 @@ def run_checks(config: DaemonConfig) -> list[CheckResult]:
         values = slurm_config(config)
         results.extend(priority_checks(values, config.mode))
         results.append(admin_level(values, config))
-        accrue = accrue_check(values, config.mode)
-        if accrue is not None:
-            results.append(accrue)
     except SlurmError as exc:
         results.append(CheckResult("slurm", False, exc.format()))
     except SlurmrlError as exc:

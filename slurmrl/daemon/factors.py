@@ -10,16 +10,22 @@ with every factor 0 and a positive total: multifactor skips the factors of
 such jobs (checked on Slurm 22.05.8). Jobs that are not yet eligible (begin
 time in the future, ...) are not listed by ``sprio``; they get no entry and
 the daemon falls back to what the snapshot says.
+
+``sprio`` prints the numeric job id (``%u`` of ``job_id`` in src/sprio/print.c), where
+the snapshot names an array task ``ARRAY_TASK`` (what ``scontrol update`` takes): an
+array task split off its array has a numeric id of its own. :func:`keyed_like` puts
+both on the snapshot's ids, so an array task's SiteFactor and nice are found.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import CommandFailed, call
+from slurmrl.slurm.snapshot import SlurmJob
 
 # %i id, %Y priority, %S site, %N nice, %A age, %B assoc, %F fair-share, %J size, %P partition, %Q QOS
 SPRIO_FORMAT = "%i|%Y|%S|%N|%A|%B|%F|%J|%P|%Q"
@@ -62,3 +68,21 @@ def read_factors(backend: SlurmBackend, config: DaemonConfig) -> Mapping[str, Pr
             return {}
         raise
     return parse_sprio(text)
+
+
+def keyed_like(
+    factors: Mapping[str, PriorityFactors], jobs: Iterable[SlurmJob]
+) -> dict[str, PriorityFactors]:
+    """``factors`` (keyed by sprio's numeric ids) keyed by the snapshot's job ids instead.
+
+    A job whose own id is already a key keeps it (a backend answering for itself may key
+    by the snapshot's ids); otherwise its numeric ``slurm_id`` is looked up.
+    """
+    out: dict[str, PriorityFactors] = {}
+    for job in jobs:
+        found = factors.get(job.job_id)
+        if found is None and job.slurm_id is not None:
+            found = factors.get(str(job.slurm_id))
+        if found is not None:
+            out[job.job_id] = found
+    return out

@@ -27,8 +27,9 @@ from typing import Any
 from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
-from slurmrl.daemon.factors import PriorityFactors, read_factors
+from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
 from slurmrl.daemon.history import FinishedTracker
+from slurmrl.daemon.limits import AccountLimits, read_limits
 from slurmrl.daemon.lock import StateLock
 from slurmrl.daemon.logs import LOGGER, log
 from slurmrl.daemon.metrics import DaemonMetrics
@@ -173,6 +174,7 @@ class Daemon:
             self._say_once(
                 jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
             )
+        limits = self._limits(scoped)
         view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
         view = scale_view(view, self.config.time_scale)
         t0 = time.perf_counter()
@@ -187,13 +189,24 @@ class Daemon:
             self.clock(),
             write_notes=self.notes,
             factors=factors,
+            limits=limits,
         )
         return plan, decisions, policy_seconds
+
+    def _limits(self, scoped: Mapping[str, Any]) -> AccountLimits | None:
+        """Accounting limits, read only in a cycle with an elastic job in scope (only a
+        rewrite is checked against them); unreadable, every grow is refused."""
+        if not any(j.gpu_range is not None for j in scoped.values()):
+            return None
+        try:
+            return read_limits(self.backend, self.config)
+        except SlurmError as exc:
+            return AccountLimits(error=exc.format())
 
     def read(self) -> tuple[Snapshot, Mapping[str, PriorityFactors]]:
         """The queue, with SiteFactors from sprio, and the record reconciled with it."""
         snapshot = self.backend.snapshot()
-        factors = read_factors(self.backend, self.config)
+        factors = keyed_like(read_factors(self.backend, self.config), snapshot.jobs)
         snapshot = with_site_factors(snapshot, factors)
         if not self.dry_run:
             self._reconcile(snapshot, factors)

@@ -33,11 +33,12 @@ from dataclasses import dataclass, field, replace
 from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.factors import PriorityFactors
+from slurmrl.daemon.limits import AccountLimits, grows, limit_problem
 from slurmrl.daemon.record import Record, Touched
 from slurmrl.policy.view import Decisions
 from slurmrl.slurm.backend import MAX_COMMENT
 from slurmrl.slurm.conf import compress_hostlist
-from slurmrl.slurm.elastic import TAG, GpuAsk
+from slurmrl.slurm.elastic import TAG, GpuAsk, resized_layout
 from slurmrl.slurm.snapshot import SlurmJob, Snapshot
 
 NOTE_PREFIX = "slurmrl:"
@@ -248,6 +249,7 @@ def _clean_starts(
     now: float,
     notes: list[str],
     refused: list[Refusal],
+    limits: AccountLimits | None = None,
 ) -> dict[str, StartPlan]:
     cluster = snapshot.cluster
     desired: dict[str, StartPlan] = {}
@@ -269,7 +271,7 @@ def _clean_starts(
             why = f"its {TAG}= tag is gone or no longer honoured; its own GPU request is given back"
             refused.append(Refusal(job.job_id, start.placement.num_gpus, why))
             continue  # the user withdrew the opt-in: not started on the daemon's request
-        ask, why = _resize(job, start.placement)
+        ask, why = _resize(job, start.placement, limits)
         if why:
             refused.append(Refusal(job.job_id, start.placement.num_gpus, why))
             continue
@@ -283,7 +285,9 @@ def _clean_starts(
     return desired
 
 
-def _resize(job: SlurmJob, placement: Placement) -> tuple[GpuAsk | None, str]:
+def _resize(
+    job: SlurmJob, placement: Placement, limits: AccountLimits | None = None
+) -> tuple[GpuAsk | None, str]:
     """``(request to set, "")`` for a start the job can take (None: as it asks now), or
     ``(None, why not)``. Only a job whose comment opts in is resized, within its range."""
     count = placement.num_gpus
@@ -313,7 +317,24 @@ def _resize(job: SlurmJob, placement: Placement) -> tuple[GpuAsk | None, str]:
     per = per_node.pop()
     if per == job.gpus.per_node and nodes == (job.num_nodes or 1):
         return None, ""
-    return GpuAsk(per, nodes, job.gpus.gpu_type, nodes if job.max_nodes else None), ""
+    current = job.gpu_ask
+    if current is None:  # the tag is honoured only for GPUs asked per node
+        return None, f"policy starts it on {count} GPUs but its request is not per node; not enacted"
+    (tasks, per_task_node, cpus), why = resized_layout(current, per, nodes)
+    if why:
+        return None, f"policy starts it on {count} GPUs but {why}; not enacted"
+    max_nodes = nodes if job.max_nodes else None
+    ask = GpuAsk(per, nodes, job.gpus.gpu_type, max_nodes, cpus, tasks, per_task_node)
+    if limits is not None and grows(current, ask):
+        # An Operator's update bypasses the job's accounting limits for good (limits.py).
+        if limits.error:
+            why = f"its accounting limits cannot be read ({limits.error})"
+        else:
+            why = limit_problem(job, ask, limits.for_job(job))
+            why = f"it would exceed {why}, which the daemon's update would bypass" if why else ""
+        if why:
+            return None, f"policy starts it on {count} GPUs ({ask.text}) but {why}; not enacted"
+    return ask, ""
 
 
 def _request_changes(
@@ -374,9 +395,12 @@ def plan_cycle(
     *,
     write_notes: bool = True,
     factors: Mapping[str, PriorityFactors] | None = None,
+    limits: AccountLimits | None = None,
 ) -> CyclePlan:
     """The changes for one cycle. ``write_notes`` False: no AdminComment (the account
-    is only Operator); ``factors``: each job's nice and explicit priority (from sprio)."""
+    is only Operator); ``factors``: each job's nice and explicit priority (from sprio);
+    ``limits``: the accounting limits a grow of an elastic job is checked against
+    (None: not checked)."""
     factors = factors or {}
     jobs = {j.job_id: j for j in snapshot.jobs}
     notes: list[str] = []
@@ -400,7 +424,7 @@ def plan_cycle(
 
     # 2. Placement: pin jobs the policy starts now, unpin stale decisions.
     refused: list[Refusal] = []
-    starts = _clean_starts(decisions, snapshot, scoped, record, config, now, notes, refused)
+    starts = _clean_starts(decisions, snapshot, scoped, record, config, now, notes, refused, limits)
     desired = {jid: plan.names for jid, plan in starts.items()}
     held: set[str] = set()  # starts not enacted this cycle: their pin is taken back
     kinds = {

@@ -130,17 +130,16 @@ class CliBackend:
         self._update(job_id, setting("priority", value))
 
     def reset_priority(self, job_id: str) -> None:
-        """Hand an explicitly set priority back to the priority plugin.
+        """Hand an explicitly set priority back to the priority plugin, without a hold.
 
-        Slurm documents hold-then-release as the way to do this; the release
-        is retried once so that a passing failure does not leave the job held.
+        ``scontrol release`` sends ``Priority=INFINITE``; from an Operator, slurmctld
+        takes it on a job that is not held as "clear the direct priority and compute it
+        again" (``direct_set_prio = 0; set_job_prio()``; ``_update_job`` in
+        src/slurmctld/job_mgr.c, 22.05). A hold first, as Slurm's documentation suggests,
+        would reset the job's begin time and, where limits are enforced, its accrue time
+        (``_hold_job_rec``): the job would lose its age.
         """
-        jid = check_job_id(job_id)
-        self._call("scontrol", "hold", jid)
-        try:
-            self._call("scontrol", "release", jid)
-        except SlurmError:
-            self._call("scontrol", "release", jid)
+        self._call("scontrol", "release", check_job_id(job_id))
 
     def set_required_nodes(self, job_id: str, nodelist: Sequence[str] | None) -> None:
         self._update(job_id, setting("nodes", nodelist))
@@ -149,9 +148,16 @@ class CliBackend:
         """A soft pin: node features Slurm tries before the job's constraint; "" clears it."""
         self._update(job_id, setting("prefer", text))
 
-    def set_gpus(self, job_id: str, ask: GpuAsk) -> None:
-        """Rewrite a pending elastic job's GPU request in one update (see :mod:`slurmrl.slurm.elastic`)."""
-        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", *ask.settings())
+    def set_gpus(
+        self, job_id: str, ask: GpuAsk, pin: tuple[str, object] | None = None, *, version: str | None = None
+    ) -> None:
+        """Rewrite a pending elastic job's GPU request in one update (see :mod:`slurmrl.slurm.elastic`),
+        with its pin (``("nodes", names)`` or ``("prefer", text)``) in the same update.
+
+        ``NumNodes=`` is spelled for the Slurm release (``version``, else asked of sinfo)."""
+        settings = ask.settings(parse_version(version or self.version()))
+        extra = (setting(*pin),) if pin is not None else ()
+        self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", *settings, *extra)
 
     def set_nice(self, job_id: str, value: int) -> None:
         """Give back a user's --nice (an explicit Priority= clears it)."""

@@ -245,6 +245,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
         held=held,
         array_job_id=array,
         array_task=task,
+        slurm_id=_int(ctx, rec, "job_id", where),
         **_limits(ctx, rec, where, num_nodes),
     )
 
@@ -266,6 +267,8 @@ def _limits(ctx: _Ctx, rec: dict[str, Any], where: str, num_nodes: int | None) -
         "exclusive": _exclusive(ctx, rec, where),
         "max_nodes": _int(ctx, rec, "max_nodes", where) or None,
         "min_cpus": _int(ctx, rec, "cpus", where) or None,
+        "num_tasks": _int(ctx, rec, "tasks", where) or None,
+        "tasks_per_node": _int(ctx, rec, "tasks_per_node", where) or None,
     }
 
 

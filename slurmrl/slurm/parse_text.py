@@ -412,6 +412,7 @@ def _job(pairs: list[tuple[str, str]]) -> SlurmJob:
         array_job_id=array if array and task else None,
         array_task=task if array and task else None,
         site_factor=_int(f["SiteFactor"]) if "SiteFactor" in f else None,
+        slurm_id=_int(numeric),
         **_limits(f, num_nodes),
     )
 
@@ -437,6 +438,8 @@ def _limits(f: dict[str, str], num_nodes: int | None) -> dict[str, object]:
         "exclusive": exclusive,
         "max_nodes": _int(most) if sep else None,
         "min_cpus": _int(f.get("NumCPUs", "")) or None,
+        "num_tasks": _int(f.get("NumTasks", "")) or None,
+        "tasks_per_node": _int(f.get("NtasksPerN:B:S:C", "").split(":", 1)[0]) or None,
     }
 
 

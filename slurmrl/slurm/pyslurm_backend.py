@@ -258,6 +258,7 @@ class PyslurmBackend:
             held=reason in ("JobHeldUser", "JobHeldAdmin") or (state == "PENDING" and j.priority == 0),
             array_job_id=array,
             array_task=array_task,
+            slurm_id=int(j.id) if j.id else None,
             excluded_nodes=parse_hosts(j.excluded_nodes or ""),
             constraint=_csv(j.constraints),
             prefer=_csv(j.preferred_features),
@@ -266,6 +267,8 @@ class PyslurmBackend:
             exclusive=str(j.resource_sharing or "").upper() == "NO",
             max_nodes=j.max_nodes or None,
             min_cpus=j.cpus or None,
+            num_tasks=getattr(j, "ntasks", None) or None,
+            tasks_per_node=getattr(j, "ntasks_per_node", None) or None,
         )
 
     def set_site_factor(self, job_id: str, value: int) -> None:
@@ -286,8 +289,8 @@ class PyslurmBackend:
     def set_nice(self, job_id: str, value: int) -> None:
         self._writer.set_nice(job_id, value)
 
-    def set_gpus(self, job_id: str, ask: GpuAsk) -> None:
-        self._writer.set_gpus(job_id, ask)
+    def set_gpus(self, job_id: str, ask: GpuAsk, pin: tuple[str, object] | None = None) -> None:
+        self._writer.set_gpus(job_id, ask, pin, version=self.version())
 
     def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
         self._writer.update_many(job_ids, name, value)

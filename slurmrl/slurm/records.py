@@ -127,6 +127,9 @@ class SlurmJob:
     held: bool = False
     array_job_id: int | None = None
     array_task: str | None = None  # task id ("3"), or pending task range ("3-5%2")
+    # The numeric JobId (what sprio and the job's own record print; an array task split
+    # off its array has one of its own); None where the reader does not give it.
+    slurm_id: int | None = None
     state_flags: frozenset[str] = frozenset()
     # What limits where the job may run (pending jobs): --exclude, --constraint,
     # --prefer, per-node CPUs and memory (MB), --exclusive, the --nodes maximum
@@ -139,6 +142,10 @@ class SlurmJob:
     exclusive: bool = False
     max_nodes: int | None = None
     min_cpus: int | None = None  # CPUs asked for in all (NumCPUs); None where the reader does not say
+    # The task layout (NumTasks, --ntasks-per-node): an elastic rewrite must carry it over
+    # and give it back. None where unset or where the reader does not say.
+    num_tasks: int | None = None
+    tasks_per_node: int | None = None
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -183,7 +190,9 @@ class SlurmJob:
     @property
     def gpu_ask(self) -> GpuAsk | None:
         """The request as ``scontrol update`` would set it again (None unless GPUs are asked per node)."""
-        return current_ask(self.gpus, self.num_nodes, self.max_nodes, self.min_cpus)
+        return current_ask(
+            self.gpus, self.num_nodes, self.max_nodes, self.min_cpus, self.num_tasks, self.tasks_per_node
+        )
 
     def gpu_indices(self) -> dict[str, tuple[int, ...] | None]:
         return {node: item.indices for node, item in self.gpu_alloc}

@@ -314,6 +314,7 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "admin_comment": j.admin_comment,
         "dependency": j.dependency,
         "held": j.held,
+        "slurm_id": j.slurm_id,
         "eligible": j.eligible,
         "model": j.model,
         "partitions": list(j.partitions),
@@ -325,5 +326,7 @@ def _job_dict(j: SlurmJob) -> dict[str, Any]:
         "exclusive": j.exclusive,
         "max_nodes": j.max_nodes,
         "min_cpus": j.min_cpus,
+        "num_tasks": j.num_tasks,
+        "tasks_per_node": j.tasks_per_node,
         "gpu_range": list(j.gpu_range) if j.gpu_range else None,
     }

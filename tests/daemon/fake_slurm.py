@@ -97,6 +97,13 @@ class FakeSlurm:
     def writes(self, name: str | None = None) -> list[tuple[str, str, object]]:
         return [c for c in self.calls if c[0] != "snapshot" and (name is None or c[0] == name)]
 
+    def accounting_limits(self):
+        """As sacctmgr shows QOS and association limits (none unless a test sets ``limits``)."""
+        from slurmrl.daemon.limits import AccountLimits
+
+        self._maybe_fail("accounting_limits")
+        return getattr(self, "limits", None) or AccountLimits()
+
     # SlurmBackend
     def version(self) -> str:
         return "22.05.8"
@@ -162,8 +169,10 @@ class FakeSlurm:
     def set_prefer(self, job_id: str, text: str) -> None:
         self._set("set_prefer", job_id, text, prefer=text)
 
-    def set_gpus(self, job_id: str, ask) -> None:
-        """As ``scontrol update Gres=gpu:P NumNodes=N[-M] [NumCPUs=C]`` on a pending job."""
+    def set_gpus(self, job_id: str, ask, pin: tuple[str, object] | None = None) -> None:
+        """As ``scontrol update Gres=gpu:P NumNodes=N[-M] [NumTasks=T] [TasksPerNode=K] [NumCPUs=C]``
+        on a pending job, with the pin (``ReqNodeList=``/``Prefer=``) in the same update.
+        Logged as the request's text, followed by the pin where one came with it."""
         job = self.jobs.get(job_id)
         fields: dict[str, object] = {"num_nodes": ask.nodes}
         if job is not None:
@@ -172,11 +181,26 @@ class FakeSlurm:
             )
         if ask.max_nodes is not None:
             fields["max_nodes"] = ask.max_nodes
+        tasks = ask.tasks
+        if tasks is None and job is not None and job.num_tasks is not None:  # raised to one per node
+            tasks = max(job.num_tasks, ask.nodes)
+        if tasks is not None:
+            fields["num_tasks"] = tasks
+        if ask.tasks_per_node is not None:
+            fields["tasks_per_node"] = ask.tasks_per_node
         if ask.cpus is not None:
             fields["min_cpus"] = ask.cpus
         elif job is not None and job.min_cpus is not None:  # Slurm raises NumCPUs to one per node
             fields["min_cpus"] = max(job.min_cpus, ask.nodes)
-        self._set("set_gpus", job_id, ask.text, **fields)
+        logged: object = ask.text
+        if pin is not None:
+            name, value = pin
+            if name == "nodes":
+                fields["required_nodes"] = tuple(value or ())  # type: ignore[arg-type]
+            else:
+                fields["prefer"] = str(value or "")
+            logged = f"{ask.text} {name}={','.join(value) if isinstance(value, list) else value or ''}"
+        self._set("set_gpus", job_id, logged, **fields)
 
     def update_many(self, job_ids: Sequence[str], name: str, value: object) -> None:
         """As ``scontrol update JobId=a,b,c``: every known id is updated, then the call fails
@@ -185,6 +209,8 @@ class FakeSlurm:
 
         self._maybe_fail("update_many")
         self.calls.append(("update_many", ",".join(job_ids), (name, value)))
+        if name == "nodes" and len(job_ids) > 1:  # a size change: scontrol takes one job only
+            raise JobNotFound(f"'scontrol update JobId={','.join(job_ids)}' failed (exit 1): Invalid job ID")
         attr, conv = _BATCH_FIELDS[name]
         bad = [j for j in job_ids if j not in self.jobs]
         for jid in job_ids:

@@ -22,7 +22,8 @@ from slurmrl.slurm.run import CommandFailed
 
 FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slurm.running
 NOW = 1_700_000_000.0
-ORIG = "8x1,cpus=1,type=v100"  # job 1's own request: 8 GPUs on one node, NumCPUs=1
+ORIG = "8x1,cpus=1,tasks=1,type=v100"  # job 1's own request: 8 GPUs on one node, NumCPUs=1, one task
+ASK = "4x1,cpus=1,tasks=1,type=v100"  # 4 GPUs on node02 instead
 
 
 class StartOn:
@@ -53,7 +54,7 @@ def queue(comment: str = "gpus=2-8", gpus: int = 8, **kw) -> FakeSlurm:
         running("r3", "node03", range(8)),
         running("r4", "node04", range(8)),
     ]
-    return FakeSlurm(busy + [pending("1", gpus, NOW - 9, comment=comment, min_cpus=1, **kw)])
+    return FakeSlurm(busy + [pending("1", gpus, NOW - 9, comment=comment, min_cpus=1, num_tasks=1, **kw)])
 
 
 def make(tmp_path: Path, fake, policy: StartOn) -> Daemon:
@@ -82,35 +83,38 @@ def test_an_opted_in_job_is_resized_then_pinned_and_revert_restores_its_request(
     fake = queue()
     d = make(tmp_path, fake, StartOn("1", [(1, range(4))]))  # 4 GPUs on node02
     d.cycle()
-    assert [c[0] for c in fake.writes()][:2] == ["set_gpus", "set_required_nodes"]  # the request first
-    assert fake.writes("set_gpus") == [("set_gpus", "1", "4x1,type=v100")]
+    assert fake.writes()[0] == ("set_gpus", "1", f"{ASK} nodes=node02")  # request and pin: one update
+    assert fake.writes("set_required_nodes") == []
     assert shape(fake) == (4, 4, 1, 1) and fake.jobs["1"].required_nodes == ("node02",)
-    assert f"gpus_set=4x1,type=v100 gpus_orig={ORIG}" in fake.jobs["1"].admin_comment
+    assert f"gpus_set={ASK} gpus_orig={ORIG}" in fake.jobs["1"].admin_comment
     entry = Record.load(tmp_path / "state.json").get("1")
-    assert entry is not None and (entry.gpus, entry.orig_gpus, entry.unsure) == ("4x1,type=v100", ORIG, ())
+    assert entry is not None and (entry.gpus, entry.orig_gpus, entry.unsure) == (ASK, ORIG, ())
     (change,) = [r for r in audit(tmp_path, "change") if r["field"] == "gpus"]
-    assert (change["old"], change["new"]) == (ORIG, "4x1,type=v100") and "gpus=2-8" in change["reason"]
+    assert (change["old"], change["new"]) == (ORIG, ASK) and "gpus=2-8" in change["reason"]
     d.cycle()  # the same decision again: nothing to send
     assert len(fake.writes("set_gpus")) == 1
     assert d.revert().remaining == 0
     assert shape(fake) == (8, 8, 1, 1)
     assert (fake.jobs["1"].required_nodes, fake.jobs["1"].admin_comment) == ((), "")
-    assert fake.writes("set_gpus")[-1] == ("set_gpus", "1", ORIG)
+    assert fake.writes("set_gpus")[-1] == ("set_gpus", "1", f"{ORIG} nodes=")  # one update back
     assert Record.load(tmp_path / "state.json").jobs == {}
     assert any(r["field"] == "gpus" and r["new"] == ORIG for r in audit(tmp_path, "revert"))
 
 
 def test_a_start_on_more_nodes_sets_the_node_count_and_revert_gives_back_numcpus(tmp_path: Path) -> None:
     fake = FakeSlurm(
-        [running("r1", "node01", range(8)), pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1)]
+        [
+            running("r1", "node01", range(8)),
+            pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1, num_tasks=1),
+        ]
     )
     d = make(tmp_path, fake, StartOn("1", [(2, range(4)), (3, range(4))]))  # 4+4 on node03, node04
     d.cycle()
-    assert fake.writes("set_gpus") == [("set_gpus", "1", "4x2,type=v100")]
-    assert shape(fake) == (8, 4, 2, 2)  # Slurm raised NumCPUs to one per node
+    assert fake.writes("set_gpus") == [("set_gpus", "1", "4x2,cpus=2,tasks=2,type=v100 nodes=node03,node04")]
+    assert shape(fake) == (8, 4, 2, 2) and fake.jobs["1"].num_tasks == 2  # one task per node
     assert fake.jobs["1"].required_nodes == ("node03", "node04")
     d.revert()
-    assert shape(fake) == (4, 4, 1, 1)
+    assert shape(fake) == (4, 4, 1, 1) and fake.jobs["1"].num_tasks == 1
 
 
 def test_the_request_is_on_disk_before_it_is_sent(tmp_path: Path) -> None:
@@ -118,14 +122,14 @@ def test_the_request_is_on_disk_before_it_is_sent(tmp_path: Path) -> None:
     seen: list[tuple[str | None, tuple[str, ...]]] = []
     inner = fake.set_gpus
 
-    def spy(job_id: str, ask: GpuAsk) -> None:
+    def spy(job_id: str, ask: GpuAsk, pin=None) -> None:
         entry = Record.load(tmp_path / "state.json").get(job_id)
         seen.append((entry.gpus, entry.unsure) if entry else (None, ()))
-        inner(job_id, ask)
+        inner(job_id, ask, pin)
 
     fake.set_gpus = spy  # type: ignore[method-assign]
     make(tmp_path, fake, StartOn("1", [(1, range(4))])).cycle()
-    assert seen == [("4x1,type=v100", ("gpus",))]
+    assert seen == [(ASK, ("gpus", "nodes"))]  # the request and its pin
 
 
 class Killed(BaseException):
@@ -136,9 +140,9 @@ def cycle_killed_at_set_gpus(tmp_path: Path, fake, *, slurm_took_it: bool) -> No
     """One cycle killed inside the GPU update, before or after Slurm applied it; the fake restored after."""
     inner = fake.set_gpus
 
-    def crash(job_id: str, ask: GpuAsk) -> None:
+    def crash(job_id: str, ask: GpuAsk, pin=None) -> None:
         if slurm_took_it:
-            inner(job_id, ask)  # Slurm took it; the answer never came back
+            inner(job_id, ask, pin)  # Slurm took it; the answer never came back
         raise Killed()
 
     fake.set_gpus = crash
@@ -155,7 +159,7 @@ def test_a_crash_between_intent_and_send_leaves_nothing_after_revert(tmp_path: P
     fake = queue()
     cycle_killed_at_set_gpus(tmp_path, fake, slurm_took_it=False)
     entry = Record.load(tmp_path / "state.json").get("1")
-    assert entry is not None and entry.gpus == "4x1,type=v100" and entry.unsure == ("gpus",)
+    assert entry is not None and entry.gpus == ASK and entry.unsure == ("gpus", "nodes")
     again = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
     assert again.revert().remaining == 0
     assert fake.writes() == []  # Slurm never took it: nothing to give back
@@ -263,3 +267,48 @@ def test_a_withdrawn_tag_gets_the_request_and_the_pin_back(tmp_path: Path) -> No
     d.cycle()
     assert shape(fake) == (8, 8, 1, 1) and fake.jobs["1"].required_nodes == ()
     assert "tag is gone" in audit(tmp_path, "refused")[0]["reason"]
+
+
+def test_a_task_layout_a_rewrite_cannot_keep_is_refused_and_said_once(tmp_path: Path) -> None:
+    fake = queue()
+    # 2 ranks per node on 8 GPUs: neither one per node nor one per GPU
+    fake.jobs["1"] = replace(fake.jobs["1"], num_tasks=2, tasks_per_node=2)
+    d = make(tmp_path, fake, StartOn("1", [(1, range(4))]))
+    for _ in range(2):
+        d.cycle()
+    assert fake.writes("set_gpus") == [] and fake.writes("set_required_nodes") == []
+    (line,) = audit(tmp_path, "refused")
+    assert line["gpus"] == 4 and "--ntasks-per-node=2" in line["reason"]
+
+
+def test_a_grow_past_a_qos_limit_is_refused_and_said_once(tmp_path: Path) -> None:
+    from slurmrl.daemon.limits import AccountLimits, parse_qos
+
+    fake = FakeSlurm(
+        [
+            running("r1", "node01", range(8)),
+            pending("1", 4, NOW - 9, comment="gpus=2-8", min_cpus=1, num_tasks=1, qos="small"),
+        ]
+    )
+    fake.limits = AccountLimits(parse_qos("small|node=1||\n"))
+    d = make(tmp_path, fake, StartOn("1", [(2, range(4)), (3, range(4))]))  # 4+4: two nodes
+    for _ in range(2):
+        d.cycle()
+    assert fake.writes("set_gpus") == [] and fake.writes("set_required_nodes") == []
+    (line,) = audit(tmp_path, "refused")
+    assert "QOS small MaxTRESPerJob node=1" in line["reason"], line
+
+
+def test_a_grow_is_refused_when_the_limits_cannot_be_read(tmp_path: Path) -> None:
+    fake = queue()
+    fake.fail_next("accounting_limits", CommandFailed("'sacctmgr show qos' failed (exit 1): no slurmdbd"))
+    d = make(tmp_path, fake, StartOn("1", [(1, range(8))]))  # 8 -> 8: no grow, no check needed
+    d.cycle()
+    fake2 = FakeSlurm(
+        [running("r1", "node01", range(8)), pending("1", 4, NOW - 9, comment="gpus=2-8", num_tasks=1)]
+    )
+    fake2.fail_next("accounting_limits", CommandFailed("'sacctmgr show qos' failed (exit 1): no slurmdbd"))
+    d2 = make(tmp_path / "two", fake2, StartOn("1", [(2, range(4)), (3, range(4))]))
+    d2.cycle()
+    assert fake2.writes("set_gpus") == []
+    assert "cannot be read" in audit(tmp_path / "two", "refused")[0]["reason"]

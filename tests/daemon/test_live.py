@@ -22,6 +22,7 @@ import pytest
 from live_slurm import (
     SUBMITTED,
     Released,
+    StartOnFree,
     cancel,
     daemon_config,
     every_node,
@@ -32,11 +33,9 @@ from live_slurm import (
     write_toml,
 )
 
-from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
-from slurmrl.policy.view import ClusterView, Decisions, Start
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -265,37 +264,6 @@ def test_priority_mode_gives_a_users_nice_back(tmp_path: Path) -> None:
 
     assert wait_for(sprio_nice, 60, "sprio to list the released job") == ["50"]
     cancel(fill + [nice, other])
-
-
-class StartOnFree:
-    """A test policy: starts each listed job on ``per_node`` free GPUs of each of its nodes."""
-
-    name = "start-on-free"
-    deployable = True
-
-    def __init__(self, nodes: dict[str, tuple[str, ...]], per_node: int) -> None:
-        self.nodes, self.per_node = nodes, per_node
-
-    def decide(self, view: ClusterView) -> Decisions:
-        order = [j.job_id for j in view.pending]
-        index = view.cluster.node_index
-        starts = tuple(
-            Start(
-                jid,
-                Placement.of(
-                    [
-                        (index[n], tuple(int(g) for g in view.pool.free_gpus(index[n])[: self.per_node]))
-                        for n in names
-                    ]
-                ),
-            )
-            for jid, names in self.nodes.items()
-            if jid in order
-        )
-        return Decisions(order=order, starts=starts)
-
-    def bind_oracle(self, durations) -> None:  # pragma: no cover - a deployable policy
-        pass
 
 
 def request(jid: str) -> dict[str, str]:

@@ -159,3 +159,14 @@ def test_cli_commands(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(cli_slurm, "_backend", down)
     result = runner.invoke(main, ["slurm", "snapshot"])
     assert result.exit_code == 1 and "Unable to contact" in result.output and "Traceback" not in result.output
+
+
+def test_a_priority_is_handed_back_with_one_release_and_no_hold() -> None:
+    seen: list[list[str]] = []
+
+    def runner(cmd, **kw):
+        seen.append(list(cmd))
+        return CommandResult(tuple(cmd), 0, "", "", 0.0)
+
+    CliBackend(runner=runner).reset_priority("7_2")
+    assert seen == [["scontrol", "release", "7_2"]]  # a hold would reset the job's begin/accrue time

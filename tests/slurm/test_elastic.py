@@ -12,7 +12,7 @@ from slurmrl.daemon.config import ScopeConfig
 from slurmrl.daemon.scope import build_view, elastic_problems, scoped_pending
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.cli_backend import CliBackend
-from slurmrl.slurm.elastic import GpuAsk, elastic_tag
+from slurmrl.slurm.elastic import GpuAsk, elastic_tag, resized_layout
 from slurmrl.slurm.parse_gres import GpuRequest, gpu_request
 from slurmrl.slurm.parse_text import parse_scontrol_jobs
 from slurmrl.slurm.run import CommandResult
@@ -82,11 +82,12 @@ def test_views_carry_the_range_and_the_daemon_lists_unusable_tags() -> None:
 def test_the_request_as_scontrol_shows_it() -> None:
     line = (
         "JobId=7 JobName=x UserId=alice(1000) Account=ml JobState=PENDING Reason=Resources "
-        "NumNodes=2-2 NumCPUs=2 TresPerNode=gres:gpu:v100:4 Comment=gpus=2-8"
+        "NumNodes=2-2 NumCPUs=2 NumTasks=2 NtasksPerN:B:S:C=1:0:*:* TresPerNode=gres:gpu:v100:4 "
+        "Comment=gpus=2-8"
     )
     (job,) = parse_scontrol_jobs(line)
     assert job.gpu_range == (2, 8)
-    assert job.gpu_ask == GpuAsk(4, 2, "v100", 2, 2)
+    assert job.gpu_ask == GpuAsk(4, 2, "v100", 2, 2, 2, 1)
 
 
 @pytest.mark.parametrize(
@@ -99,14 +100,32 @@ def test_the_request_as_scontrol_shows_it() -> None:
             "8x1,cpus=1,type=v100",
             ("Gres=gpu:v100:8", "NumNodes=1", "NumCPUs=1"),
         ),
+        (
+            GpuAsk(8, 1, "", 1, 32, 1, 1),
+            "8x1-1,cpus=32,tasks=1,tpn=1",
+            ("Gres=gpu:8", "NumNodes=1-1", "NumTasks=1", "TasksPerNode=1", "NumCPUs=32"),
+        ),
     ],
 )
 def test_a_request_round_trips_through_its_text(ask: GpuAsk, text: str, settings: tuple[str, ...]) -> None:
     assert ask.text == text and GpuAsk.parse(text) == ask
-    assert ask.settings() == settings
+    assert ask.settings((22, 5, 8)) == settings
 
 
-@pytest.mark.parametrize("text", ["", "4", "4x", "x2", "4x2,gpus=3", "4 x 2"])
+@pytest.mark.parametrize(
+    ("version", "nodes"),
+    [((22, 5, 8), "NumNodes=1"), ((23, 2, 7), "NumNodes=1-0"), ((25, 5, 0), "NumNodes=1-0")],
+)
+def test_a_request_without_a_node_maximum_says_so_where_a_count_sets_one(
+    version: tuple[int, int, int], nodes: str
+) -> None:
+    # From 23.02 scontrol's NumNodes=K sets the maximum to K too (verify_node_count); a job
+    # that had none gets "K-0" back. 22.05 rejects "K-0" and leaves the maximum alone for "K".
+    assert GpuAsk(8, 1).settings(version) == ("Gres=gpu:8", f"NumNodes={nodes.split('=')[1]}")
+    assert GpuAsk(8, 1, max_nodes=1).settings(version)[1] == "NumNodes=1-1"
+
+
+@pytest.mark.parametrize("text", ["", "4", "4x", "x2", "4x2,gpus=3", "4 x 2", "4x2,tasks=a"])
 def test_a_malformed_request_text_is_an_error(text: str) -> None:
     with pytest.raises(SlurmError, match="is not a GPU request"):
         GpuAsk.parse(text)
@@ -116,13 +135,49 @@ def test_the_cli_backend_sends_one_update_and_checks_it() -> None:
     seen: list[list[str]] = []
 
     def runner(cmd, *, timeout=30, env=None):
+        if cmd[0] == "sinfo":
+            return CommandResult(tuple(cmd), 0, "slurm 22.05.8\n", "", 0.0)
         seen.append(list(cmd))
         return CommandResult(tuple(cmd), 0, "", "", 0.0)
 
     backend = CliBackend(runner=runner)
-    backend.set_gpus("12", GpuAsk(2, 2, "v100", None, 1))
-    assert seen == [["scontrol", "update", "JobId=12", "Gres=gpu:v100:2", "NumNodes=2", "NumCPUs=1"]]
+    backend.set_gpus("12", GpuAsk(2, 2, "v100", None, 1), ("nodes", ["node02", "node03"]))
+    pinned = ["Gres=gpu:v100:2", "NumNodes=2", "NumCPUs=1", "ReqNodeList=node02,node03"]
+    assert seen == [["scontrol", "update", "JobId=12", *pinned]]  # one update: no start in between
     for bad in (GpuAsk(0, 1), GpuAsk(2, 2, "", 1), replace(GpuAsk(2, 1), gpu_type="v100 NumNodes=9")):
         with pytest.raises(SlurmError):
             backend.set_gpus("12", bad)
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("current", "per_node", "nodes", "layout"),
+    [
+        # one task per node, 32 CPUs each: grown to two nodes, two tasks and 64 CPUs
+        (GpuAsk(8, 1, "", 1, 32, 1, 1), 8, 2, (2, 1, 64)),
+        # one rank per GPU: 8 ranks per node become 4 with 4 GPUs per node
+        (GpuAsk(8, 1, "", 1, 8, 8, 8), 4, 1, (4, 4, 4)),
+        # no --ntasks-per-node, one task per node (Slurm's default): one per node again
+        (GpuAsk(8, 1, "", None, 1, 1, None), 4, 2, (2, None, 2)),
+        # 16 tasks on one node, GPUs per node changed but not the node count: tasks kept
+        (GpuAsk(8, 1, "", None, 16, 16, None), 4, 1, (16, None, 16)),
+    ],
+)
+def test_a_rewrite_carries_the_task_layout_over(
+    current: GpuAsk, per_node: int, nodes: int, layout: tuple[int | None, ...]
+) -> None:
+    assert resized_layout(current, per_node, nodes) == (layout, "")
+
+
+@pytest.mark.parametrize(
+    ("current", "per_node", "nodes", "words"),
+    [
+        (GpuAsk(8, 1, "", 1, 2, 2, 2), 4, 1, "--ntasks-per-node=2"),  # 2 ranks on 8 GPUs: no rule
+        (GpuAsk(8, 1, "", None, 16, 16, None), 8, 2, "16 tasks"),  # spread by Slurm over nodes
+    ],
+)
+def test_a_layout_without_a_faithful_rewrite_is_refused(
+    current: GpuAsk, per_node: int, nodes: int, words: str
+) -> None:
+    (tasks, per, cpus), why = resized_layout(current, per_node, nodes)
+    assert (tasks, per, cpus) == (None, None, None) and words in why

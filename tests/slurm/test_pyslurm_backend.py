@@ -178,14 +178,14 @@ def test_writes_use_configured_conf(fake, tmp_path: Path) -> None:
     backend.set_nice("5", 50)
     backend.set_prefer("5", "node01")
     backend.update_many(["5", "6"], "site_factor", 0)
-    backend.set_gpus("5", GpuAsk(4, 2, "v100", 2))
+    backend.set_gpus("5", GpuAsk(4, 2, "v100", 2), ("prefer", "node03|node04"))
     env = {"SLURM_CONF": str(tmp_path / "slurm.conf")}
     assert seen == [
         (["scontrol", "update", "JobId=5", "SiteFactor=10"], env),
         (["scontrol", "update", "JobId=5", "Nice=50"], env),
         (["scontrol", "update", "JobId=5", "Prefer=node01"], env),
         (["scontrol", "update", "JobId=5,6", "SiteFactor=0"], env),
-        (["scontrol", "update", "JobId=5", "Gres=gpu:v100:4", "NumNodes=2-2"], env),
+        (["scontrol", "update", "JobId=5", "Gres=gpu:v100:4", "NumNodes=2-2", "Prefer=node03|node04"], env),
     ]
 
 
