@@ -1,140 +1,369 @@
-"""Simulator speed on the shared Philly window: prints its figures.
+"""Simulator speed as a user sees it: process wall of the real commands, and scale.
 
-Replays all 46,070 jobs of the four shared Philly weeks on an 8x8x8 V100
-cluster under the simulator's defaults (packed node counts, time limits as
-estimates, no co-location) and prints, for each target, the best and worst
-wall time over ``--repeat`` runs, the target, jobs per second and the number
-of scheduling decisions. Wall times on a shared machine drift by tens of
-percent between identical runs, so each run loads its workload afresh (no
-cache carried over) and the best run is the figure to compare. Then the cost
-of the default speed model (``placement``) relative to ``none`` for the
-policies run under both, the peak resident memory, and a table of the cost
-per decision as the offered load, and with it the pending queue, grows (it
-must stay far from quadratic).
+For each case the real ``slurmrl`` command runs as a child process (its
+output thrown away) and the benchmark prints its process wall, its CPU time
+(user + sys: the machine may be shared, and CPU time is what a busy
+neighbour does not inflate), its peak resident memory and the load average
+around it. A second, instrumented child runs the same command in-process
+with timers around its phases, and prints where the time went:
 
-Targets (seconds): fifo and sjf-oracle at the trace's own arrival times with
-``speed_model="none"``, 3 each; tiresias at offered load 1.0 with the default
-speed model, 60. Public simulators take 88-345 s for the first two.
+    imports   modules the command needs (the rest of ``startup`` is the interpreter)
+    load      reading and parsing the trace file
+    limits    seeding time limits for traces without them
+    setup     building the simulator (per-job views, arrival events)
+    run       the event loop under the policy
+    summary   the metrics of each run, less the bounds
+    bounds    the lower bounds on mean JCT and makespan
+    other     cluster spec, selection, output
 
-    python benchmarks/sim_speed.py [--repeat 3] [--only fifo,sjf-oracle] [--no-scaling]
+and a fingerprint of the results (sha256 over every run's per-job records,
+timeline samples and summary less its wall time) that must not change when
+the simulator gets faster.
+
+Cases (targets in seconds of process wall, the issue's; compare's is for 2 cores):
+
+    fifo           46,070 shared Philly jobs on 8x8x8, --speed-model none --json      3
+    sjf-oracle     the same                                                          4
+    fifo-backfill  the same jobs under the default speed model, +topology            6
+    tiresias       --scenario philly-4w-512 (default speed model)                    30
+    compare        slurmrl compare --scenario philly-sample (the README's command)   20
+
+Scale (``--scale``): fifo-backfill under the default settings on 10x8x8 (the
+cluster philly-4w sizes to the shared weeks, offered load 0.94, so the
+pending queue stays bounded however long the trace) on the shared weeks and
+on a synthetic 1,000,000-job trace made of the same weeks repeated with
+submit times shifted by whole repetitions (written to a temporary folder,
+deleted afterwards); it prints both and how wall, CPU and memory grow.
+
+    python benchmarks/sim_speed.py [--only fifo,tiresias] [--repeat 1] [--scale] [--scale-jobs 1000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import gzip
+import hashlib
+import json
+import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
 
-from slurmrl.policy.registry import make_policy
-from slurmrl.scenarios.catalog import PHILLY
-from slurmrl.sim.experiment import prepare
-from slurmrl.sim.simulator import SimConfig, Simulator
-from slurmrl.traces.store import locate
+PHILLY_FILE = "philly/philly_jobs_2017-10-02_to_2017-10-30.csv.gz"
+PHILLY_JOBS = 46_070
+SCALE_CLUSTER = "10x8x8"
+PHASES = ("startup", "imports", "load", "limits", "setup", "run", "summary", "bounds", "other")
 
-CLUSTER = "8x8x8:v100"
+
+def philly() -> str:
+    """The shared Philly weeks, wherever slurmrl finds public traces."""
+    from slurmrl.traces.store import locate
+
+    return str(locate(PHILLY_FILE))
 
 
 @dataclass(frozen=True)
 class Case:
-    policy: str  # registry name, "+placement" to override the default one
-    speed_model: str
-    target_load: float | None  # None: the trace's own arrival times
+    name: str
+    args: tuple[str, ...]  # the slurmrl command line
     target_s: float | None
 
 
-CASES = (
-    Case("fifo", "none", None, 3.0),
-    Case("fifo", "placement", None, None),
-    Case("sjf-oracle", "none", None, 3.0),
-    Case("sjf-oracle", "placement", None, None),
-    Case("tiresias", "placement", 1.0, 60.0),
-)
+def cases() -> tuple[Case, ...]:
+    sim = ("simulate", "--json", "--no-progress")
+    on_512 = ("--trace", philly(), "--cluster", "8x8x8")
+    none = ("--speed-model", "none")
+    return (
+        Case("fifo", (*sim, *on_512, *none, "--policy", "fifo"), 3.0),
+        Case("sjf-oracle", (*sim, *on_512, *none, "--policy", "sjf-oracle"), 4.0),
+        Case("fifo-backfill", (*sim, *on_512, "--policy", "fifo-backfill", "--placement", "topology"), 6.0),
+        Case("tiresias", (*sim, "--scenario", "philly-4w-512", "--policy", "tiresias"), 30.0),
+        Case("compare", ("compare", "--scenario", "philly-sample"), 20.0),
+    )
+
+
+def scale_case(name: str, trace: str) -> Case:
+    args = ("simulate", "--json", "--no-progress", "--trace", trace, "--cluster", SCALE_CLUSTER)
+    return Case(name, (*args, "--policy", "fifo-backfill"), None)
+
+
+# ---------------------------------------------------------------- measuring a child
 
 
 @dataclass(frozen=True)
-class Timing:
-    jobs: int
+class Measure:
     wall: float
-    decisions: int
-    avg_queue: float
+    cpu: float  # user + sys
+    rss_mb: float
+    load: float  # 1-minute load average at the end
 
 
-def replay(policy: str, speed_model: str, target_load: float | None, limit: int | None = None) -> Timing:
-    """One replay on a freshly prepared workload; times the replay only."""
-    workload = prepare(trace=str(locate(PHILLY)), cluster=CLUSTER, target_load=target_load, limit=limit)
-    name, _, place = policy.partition("+")
-    sim = Simulator(
-        workload.trace, workload.cluster, config=SimConfig(seed=workload.seed, speed_model=speed_model)
-    )
+def child(argv: Sequence[str], env: dict[str, str] | None = None) -> Measure:
+    """Run argv to completion; its own wall, CPU and peak RSS (os.wait4 gives this child's alone)."""
+    with tempfile.TemporaryFile() as err:  # progress bars and warnings; shown only on failure
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}:\n{tail}")
+    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.getloadavg()[0])
+
+
+def command(case: Case) -> list[str]:
+    """The console script's entry, run by this interpreter (so PYTHONPATH picks the package)."""
+    return [sys.executable, "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *case.args]
+
+
+def phases(case: Case) -> dict[str, object]:
+    """Run the instrumented child; its phase times and fingerprint."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        argv = [sys.executable, __file__, "--phases-of", out.name, "--", *case.args]
+        t0 = time.perf_counter()
+        child(argv)
+        wall = time.perf_counter() - t0
+        report = json.loads(Path(out.name).read_text())
+    report["wall"]["startup"] = max(0.0, wall - report["in_process"])
+    return report
+
+
+# ---------------------------------------------------------------- the instrumented child
+
+
+class Clock:
+    """Exclusive wall and CPU time per phase (a phase inside another is taken out of it)."""
+
+    def __init__(self) -> None:
+        self.wall = dict.fromkeys(PHASES, 0.0)
+        self.cpu = dict.fromkeys(PHASES, 0.0)
+        self._stack: list[list[float]] = []
+
+    def wrap(self, phase: str, fn: Callable) -> Callable:
+        def timed(*args, **kwargs):
+            frame = [time.perf_counter(), time.process_time(), 0.0, 0.0]  # start, cpu, inner wall, inner cpu
+            self._stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._stack.pop()
+                wall = time.perf_counter() - frame[0]
+                cpu = time.process_time() - frame[1]
+                self.wall[phase] += wall - frame[2]
+                self.cpu[phase] += cpu - frame[3]
+                if self._stack:
+                    self._stack[-1][2] += wall
+                    self._stack[-1][3] += cpu
+
+        return timed
+
+
+def fingerprint(runs: Sequence[object]) -> str:
+    """sha256 over each run's records, samples and summary (less wall_seconds), in run order."""
+    digest = hashlib.sha256()
+    for run in runs:
+        summary = {k: v for k, v in run.summary.items() if k != "wall_seconds"}  # type: ignore[attr-defined]
+        digest.update(repr(sorted(summary.items())).encode())
+        for rows in (run.records, run.samples):  # type: ignore[attr-defined]
+            if rows:
+                names = [f.name for f in fields(rows[0])]
+                for row in rows:
+                    digest.update(repr([getattr(row, n) for n in names]).encode())
+    return digest.hexdigest()[:16]
+
+
+def instrumented(out: str, args: list[str]) -> None:
+    """Run ``slurmrl ARGS`` in this process with phase timers; write the report to ``out``."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    clock = Clock()
+    import slurmrl.cli
+    import slurmrl.cli.simulate as cli_sim
+    import slurmrl.sim.metrics as metrics
+    import slurmrl.sim.time_limits as time_limits
+    import slurmrl.traces as traces
+    from slurmrl.sim.simulator import Simulator
+
+    clock.wall["imports"] = time.perf_counter() - start
+    clock.cpu["imports"] = time.process_time() - cpu_start
+    runs: list[object] = []
+    run_policy = cli_sim.run_policy
+
+    def keep(*a, **k):
+        result = run_policy(*a, **k)
+        runs.append(result)
+        return result
+
+    cli_sim.run_policy = keep
+    traces.load_trace = clock.wrap("load", traces.load_trace)
+    time_limits.with_time_limits = clock.wrap("limits", time_limits.with_time_limits)
+    Simulator.__init__ = clock.wrap("setup", Simulator.__init__)
+    Simulator.run = clock.wrap("run", Simulator.run)
+    metrics.summarize = clock.wrap("summary", metrics.summarize)
+    metrics._bounds = clock.wrap("bounds", metrics._bounds)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the command prints; nobody reads it
+    try:
+        slurmrl.cli.main(args, prog_name="slurmrl", standalone_mode=False)
+    finally:
+        sys.stdout = sys.__stdout__
+    in_process = time.perf_counter() - start
+    in_cpu = time.process_time() - cpu_start
     t0 = time.perf_counter()
-    result = sim.run(make_policy(name, place or None))
-    wall = time.perf_counter() - t0
-    samples = result.samples
-    span = samples[-1].time - samples[0].time if len(samples) > 1 else 0.0
-    queue = (
-        sum(a.pending_jobs * (b.time - a.time) for a, b in zip(samples, samples[1:], strict=False)) / span
-        if span > 0
-        else 0.0
-    )
-    return Timing(len(workload.trace.jobs), wall, result.decisions, queue)
+    mark = fingerprint(runs)
+    hashing = time.perf_counter() - t0
+    named_wall = sum(v for k, v in clock.wall.items() if k != "other")
+    named_cpu = sum(v for k, v in clock.cpu.items() if k != "other")
+    clock.wall["other"] = max(0.0, in_process - named_wall)
+    clock.cpu["other"] = max(0.0, in_cpu - named_cpu)
+    report = {
+        "in_process": in_process + hashing,  # the hashing is no phase of the command
+        "wall": clock.wall,
+        "cpu": clock.cpu,
+        "fingerprint": mark,
+        "runs": len(runs),
+        "decisions": sum(r.meta["decisions"] for r in runs),  # type: ignore[attr-defined]
+    }
+    Path(out).write_text(json.dumps(report))
 
 
-def targets(cases: list[Case], repeat: int) -> dict[tuple[str, str], float]:
-    print(f"Full shared Philly window (46,070 jobs) on {CLUSTER}, locality pack, best of {repeat}")
+# ---------------------------------------------------------------- printing
+
+
+@dataclass(frozen=True)
+class Row:
+    case: Case
+    best: Measure
+    worst_wall: float
+    report: dict[str, object]
+
+
+def measure(case: Case, repeat: int) -> Row:
+    runs = [child(command(case)) for _ in range(max(1, repeat))]
+    best = min(runs, key=lambda m: m.wall)
+    return Row(case, best, max(m.wall for m in runs), phases(case))
+
+
+def print_header() -> None:
     print(
-        f"{'policy':<14}{'speed':>10}{'load':>6}{'best s':>9}{'worst s':>9}{'target':>8}"
-        f"{'jobs/s':>9}{'decisions':>11}{'ms/dec':>8}"
+        f"{'case':<15}{'wall s':>8}{'worst':>7}{'cpu s':>7}{'target':>8}{'RSS MB':>8}{'load':>6}"
+        f"  {'fingerprint':<17}breakdown, wall s (cpu s)"
     )
-    best: dict[tuple[str, str], float] = {}
-    for case in cases:
-        runs = [replay(case.policy, case.speed_model, case.target_load) for _ in range(max(1, repeat))]
-        fast = min(runs, key=lambda r: r.wall)
-        slow = max(r.wall for r in runs)
-        best[(case.policy, case.speed_model)] = fast.wall
-        load = "trace" if case.target_load is None else f"{case.target_load:g}"
-        target = f"{case.target_s:g}" if case.target_s is not None else "-"
-        print(
-            f"{case.policy:<14}{case.speed_model:>10}{load:>6}{fast.wall:>9.2f}{slow:>9.2f}{target:>8}"
-            f"{fast.jobs / fast.wall:>9.0f}{fast.decisions:>11}{1000 * fast.wall / max(1, fast.decisions):>8.3f}"
-        )
-    return best
 
 
-def ratios(best: dict[tuple[str, str], float]) -> None:
+def print_row(row: Row) -> None:
+    m, r = row.best, row.report
+    target = f"{row.case.target_s:g}" if row.case.target_s is not None else "-"
+    parts = " ".join(
+        f"{p} {r['wall'][p]:.2f}" + (f" ({r['cpu'][p]:.2f})" if p != "startup" else "")
+        for p in PHASES
+        if r["wall"][p] >= 0.005
+    )
+    print(
+        f"{row.case.name:<15}{m.wall:>8.2f}{row.worst_wall:>7.2f}{m.cpu:>7.2f}{target:>8}{m.rss_mb:>8.0f}"
+        f"{m.load:>6.2f}  {r['fingerprint']:<17}{parts}"
+    )
+
+
+def run_targets(wanted: set[str], repeat: int) -> None:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"Process wall of each command, best of {repeat}; {os.cpu_count()} CPUs, load average {load} (1, 5, 15 min)"
+    )
+    print_header()
+    for case in cases():
+        if not wanted or case.name in wanted:
+            print_row(measure(case, repeat))
+
+
+# ---------------------------------------------------------------- scale
+
+
+def write_repeated(source: str, dest: Path, jobs: int) -> int:
+    """The shared weeks again and again, each copy shifted by one span plus a day; ``jobs`` rows."""
+    with gzip.open(source, "rt", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    submits = [float(r["submit_time"]) for r in rows]
+    shift = max(submits) - min(submits) + 86_400.0
+    columns = ["job_id", "user", "vc", "submit_time", "duration_s", "num_gpus", "num_nodes"]
+    written = 0
+    with dest.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(columns)
+        copy = 0
+        while written < jobs:
+            for r in rows:
+                if written == jobs:
+                    break
+                submit = float(r["submit_time"]) + copy * shift
+                out.writerow(
+                    [
+                        f"{r['job_id']}-c{copy}",
+                        r["user"],
+                        r["vc"],
+                        f"{submit:.17g}",
+                        r["duration_s"],
+                        r["num_gpus"],
+                        r["num_nodes"],
+                    ]
+                )
+                written += 1
+            copy += 1
+    return written
+
+
+def run_scale(jobs: int, repeat: int) -> None:
     print()
-    print("Default speed model against none (target: at most 2x)")
-    for (policy, model), wall in best.items():
-        base = best.get((policy, "none"))
-        if model == "placement" and base:
-            print(f"{policy:<14} placement/none = {wall / base:.2f}")
-
-
-def scaling() -> None:
-    print()
-    print("Cost per decision as the pending queue grows (first 12,000 jobs, fifo-backfill+topology, none)")
-    print(f"{'load':>7}{'avg queue':>11}{'ms/dec':>9}{'wall s':>8}")
-    for load in (0.5, 1.0, 2.0, 4.0, 8.0):
-        r = replay("fifo-backfill+topology", "none", load, limit=12_000)
-        print(f"{load:>7.1f}{r.avg_queue:>11.1f}{1000 * r.wall / max(1, r.decisions):>9.3f}{r.wall:>8.2f}")
+    print(
+        f"Scale: fifo-backfill, default settings, on {SCALE_CLUSTER} (offered load 0.94, the queue stays bounded)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / f"philly-repeated-{jobs}.csv"
+        t0 = time.perf_counter()
+        n = write_repeated(philly(), big, jobs)
+        print(f"wrote {n:,} jobs ({big.stat().st_size / 2**20:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+        print_header()
+        small = measure(scale_case(f"{PHILLY_JOBS // 1000}k jobs", philly()), repeat)
+        print_row(small)
+        large = measure(scale_case(f"{n / 1e6:g}M jobs", str(big)), 1)
+        print_row(large)
+    k = n / PHILLY_JOBS
+    small_m, large_m = small.best, large.best
+    print(
+        f"{k:.1f}x the jobs: CPU x{large_m.cpu / small_m.cpu:.1f} "
+        f"({1e6 * small_m.cpu / PHILLY_JOBS:.0f} -> {1e6 * large_m.cpu / n:.0f} us per job), "
+        f"peak RSS x{large_m.rss_mb / small_m.rss_mb:.1f} "
+        f"({small_m.rss_mb * 1024 / PHILLY_JOBS:.1f} -> {large_m.rss_mb * 1024 / n:.1f} KB per job), "
+        f"wall x{large_m.wall / small_m.wall:.1f} (wall follows the machine's load)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case; best and worst are printed")
-    parser.add_argument("--only", default="", help="comma-separated policies of the cases to run")
-    parser.add_argument("--no-scaling", action="store_true")
-    args = parser.parse_args()
-    wanted = {p for p in args.only.split(",") if p}
-    cases = [c for c in CASES if not wanted or c.policy in wanted]
-    best = targets(cases, args.repeat)
-    ratios(best)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak resident memory of this process: {peak_mb:.0f} MB")
-    if not args.no_scaling:
-        scaling()
+    parser.add_argument("--repeat", type=int, default=1, help="command runs per case; the best is printed")
+    parser.add_argument("--only", default="", help="comma-separated cases (fifo,sjf-oracle,...); none: all")
+    parser.add_argument("--scale", action="store_true", help="also the 46k-to-1M scale run")
+    parser.add_argument("--scale-only", action="store_true", help="only the scale run")
+    parser.add_argument("--scale-jobs", type=int, default=1_000_000)
+    parser.add_argument("--phases-of", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("args", nargs="*", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if opts.phases_of:
+        instrumented(opts.phases_of, opts.args)
+        return
+    if not opts.scale_only:
+        run_targets({c for c in opts.only.split(",") if c}, opts.repeat)
+    if opts.scale or opts.scale_only:
+        run_scale(opts.scale_jobs, opts.repeat)
+    print(f"peak RSS of this driver: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 if __name__ == "__main__":

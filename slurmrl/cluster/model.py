@@ -94,7 +94,25 @@ class Placement:
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[int, Iterable[int]]]) -> Placement:
-        return cls(tuple(NodeAlloc(n, tuple(sorted(g))) for n, g in pairs))
+        return cls.made(tuple(NodeAlloc(n, tuple(sorted(g))) for n, g in pairs))
+
+    @classmethod
+    def made(cls, allocs: tuple[NodeAlloc, ...]) -> Placement:
+        """``Placement(allocs)`` without the generated ``__init__`` and ``__post_init__`` calls.
+
+        Placements are made for every placement tried (hundreds of thousands
+        per replay); the same fields are set, so the result is equal to and
+        hashes like ``Placement(allocs)``.
+        """
+        placement = _new(cls)
+        _set(placement, "allocs", allocs)
+        _set(placement, "_hash", hash(allocs))
+        _set(placement, "nodes", tuple(a.node for a in allocs))
+        return placement
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 @dataclass(frozen=True)

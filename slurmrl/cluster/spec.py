@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmrl.cluster.from_slurm import load_slurm_cluster
 from slurmrl.cluster.model import Cluster
 from slurmrl.cluster.shorthand import looks_like_shorthand, parse_shorthand
-from slurmrl.cluster.toml_spec import cluster_to_toml, load_toml_spec
-from slurmrl.cluster.trace_specs import load_machine_list
 from slurmrl.errors import SpecError
 
 ACCEPTED_FORMS = (
@@ -49,6 +46,35 @@ def load_cluster(spec: str) -> Cluster:
     if looks_like_shorthand(text):
         return parse_shorthand(text)
     raise SpecError(f"cluster spec '{spec}' is neither an existing file nor a shorthand; " + _forms())
+
+
+# The parsers of each spec form load only when a spec of that form is read:
+# a shorthand (most runs) needs none of them.
+
+
+def load_slurm_cluster(path: str | Path | None) -> Cluster:
+    from slurmrl.cluster.from_slurm import load_slurm_cluster as load
+
+    return load(path)
+
+
+def load_toml_spec(path: Path) -> Cluster:
+    from slurmrl.cluster.toml_spec import load_toml_spec as load
+
+    return load(path)
+
+
+def cluster_to_toml(cluster: Cluster) -> str:
+    """``cluster`` as a TOML spec (see :mod:`slurmrl.cluster.toml_spec`)."""
+    from slurmrl.cluster.toml_spec import cluster_to_toml as write
+
+    return write(cluster)
+
+
+def load_machine_list(path: Path) -> Cluster:
+    from slurmrl.cluster.trace_specs import load_machine_list as load
+
+    return load(path)
 
 
 def _load_file(path: Path) -> Cluster:

@@ -401,7 +401,12 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
     free = pool.free_count
     releases = np.sort(grid, axis=None)
     releases = releases[: np.searchsorted(releases, math.inf)]
-    groups = releases[np.r_[True, releases[1:] != releases[:-1]]] if releases.size else releases
+    groups = releases
+    if releases.size:
+        first = np.empty(releases.size, dtype=bool)  # first of each run of equal times (np.r_ costs more)
+        first[0] = True
+        np.not_equal(releases[1:], releases[:-1], out=first[1:])
+        groups = releases[first]
     if need <= 0:
         return Jump(groups, 0, 0) if groups.size else None
     level = np.arange(width) - free[:, None]  # index of the release giving c = level + 1 free GPUs

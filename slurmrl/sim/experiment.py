@@ -21,6 +21,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
+from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, check_limit_model, limit_source, seed_time_limits
 from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
@@ -183,32 +184,33 @@ def prepare(
         end = sc.end if end is None else end
         vcs = vcs or sc.vcs
     the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
-    loaded = load_trace(trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
-    chosen = select(
-        loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
-    )
-    chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
-    if not chosen.jobs:
-        raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
-    factor = arrival_scale or 1.0
-    if target_load is not None:
-        factor = arrival_scale_for(chosen, the_cluster, target_load)
-    first_measured = None
-    if handover is not None:
-        first_measured = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= handover), None)
-        if first_measured is None:
-            raise SlurmrlError(
-                f"scenario '{label}' keeps no job after its warm-up window",
-                hint="--limit counts from the first warm-up job",
-            )
-    if factor != 1.0:
-        chosen = select(chosen, load=factor)
-    if first_measured is not None:
-        # The hand-over is the first measured job's arrival, on the (possibly scaled) timeline.
-        handover = chosen.jobs[first_measured].submit_time
-    source = limit_source(chosen, limit_model)
-    if time_limits:
-        chosen = seed_time_limits(chosen, seed, limit_model)
+    with paused_gc():
+        loaded = load_trace(trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
+        chosen = select(
+            loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
+        )
+        chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
+        if not chosen.jobs:
+            raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
+        factor = arrival_scale or 1.0
+        if target_load is not None:
+            factor = arrival_scale_for(chosen, the_cluster, target_load)
+        first_measured = None
+        if handover is not None:
+            first_measured = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= handover), None)
+            if first_measured is None:
+                raise SlurmrlError(
+                    f"scenario '{label}' keeps no job after its warm-up window",
+                    hint="--limit counts from the first warm-up job",
+                )
+        if factor != 1.0:
+            chosen = select(chosen, load=factor)
+        if first_measured is not None:
+            # The hand-over is the first measured job's arrival, on the (possibly scaled) timeline.
+            handover = chosen.jobs[first_measured].submit_time
+        source = limit_source(chosen, limit_model)
+        if time_limits:
+            chosen = seed_time_limits(chosen, seed, limit_model)
     load = offered_load(chosen, the_cluster)
     reference = sc.reference_gpu if scenario is not None else ""
     return Workload(

@@ -39,6 +39,7 @@ from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
+from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.locality import Locality, parse_locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.traces.schema import Trace, TraceJob
@@ -176,6 +177,7 @@ class Simulator:
         )
         self._colocation = self.perf.colocation
         self.pool = GpuPool(cluster)
+        self._readonly: GpuPool | None = None  # the pool's read-only face, until the pool next changes
         self.events: EventQueue[tuple[int, str | None, int]] = EventQueue(
             trace.jobs[0].submit_time if trace.jobs else 0.0
         )
@@ -198,34 +200,43 @@ class Simulator:
         self._wake_pending: float | None = None
         self.finished_count = 0
         self.scaling = ScalingModel(self.perf)
-        locality = config.locality
-        for job in trace.jobs:
-            model = (
-                canonical_model(job.model, job.job_id, config.seed)
-                if job.model
-                else model_for(job.job_id, config.seed)
-            )
-            nodes, spread_after = locality.request(job.num_gpus, job.num_nodes, cluster)
-            gpu_range = self._gpu_range(job, model) if config.elastic.on else None
+        with paused_gc():
+            self._admit(trace.jobs)
+
+    def _admit(self, jobs: tuple[TraceJob, ...]) -> None:
+        """Every job's view and run state, and its arrival (and spread) events, queued at once."""
+        config, cluster, runs = self.config, self.cluster, self.runs
+        request, seed, elastic, reveal = (
+            config.locality.request,
+            config.seed,
+            config.elastic.on,
+            config.reveal_models,
+        )
+        events: list[tuple[float, int, tuple[int, str | None, int]]] = []
+        for job in jobs:
+            job_id, gpus, submit = job.job_id, job.num_gpus, job.submit_time
+            model = canonical_model(job.model, job_id, seed) if job.model else model_for(job_id, seed)
+            nodes, spread_after = request(gpus, job.num_nodes, cluster)
             view = JobView(
-                job_id=job.job_id,
-                gpus=job.num_gpus,
-                submit_time=job.submit_time,
-                user=job.user,
-                group=job.vc,
-                time_limit=job.time_limit,
-                name=job.name,
-                model=model if config.reveal_models else job.model,
-                num_nodes=nodes,
-                gpu_type=job.gpu_type,
-                spread_at=job.submit_time + spread_after,
-                gpu_range=gpu_range,
+                job_id,
+                gpus,
+                submit,
+                job.user,
+                job.vc,
+                job.time_limit,
+                job.name,
+                model if reveal else job.model,
+                nodes,
+                job.gpu_type,
+                spread_at=submit + spread_after,
+                gpu_range=self._gpu_range(job, model) if elastic else None,
             )
-            self.runs[job.job_id] = _Run(job, view, model)
-            self.events.schedule(job.submit_time, ARRIVAL, (_ARRIVE, job.job_id, 0))
-            if nodes is not None and nodes < job.num_gpus and math.isfinite(spread_after):
+            runs[job_id] = _Run(job, view, model)
+            events.append((submit, ARRIVAL, (_ARRIVE, job_id, 0)))
+            if nodes is not None and nodes < gpus and math.isfinite(spread_after):
                 # Delay scheduling: look at the job again once it may spread.
-                self.events.schedule(view.spread_at, WAKE, (_SPREAD, job.job_id, 0))
+                events.append((view.spread_at, WAKE, (_SPREAD, job_id, 0)))
+        self.events.schedule_all(events)
 
     def _gpu_range(self, job: TraceJob, model: str) -> tuple[int, int] | None:
         """The job's elastic range under the configured rule (None: rigid)."""
@@ -307,15 +318,16 @@ class Simulator:
         skip = not getattr(policy, "preemptive", False)
         t0 = wallclock.perf_counter()
         reported = 0
-        while (view := self.next_view(skip_when_full=skip)) is not None:
-            self.apply(policy.decide(view))
-            if progress is not None and self.finished_count - reported >= 256:
+        with paused_gc():
+            while (view := self.next_view(skip_when_full=skip)) is not None:
+                self.apply(policy.decide(view))
+                if progress is not None and self.finished_count - reported >= 256:
+                    progress(self.finished_count - reported)
+                    reported = self.finished_count
+            self._drain()
+            if progress is not None:
                 progress(self.finished_count - reported)
-                reported = self.finished_count
-        self._drain()
-        if progress is not None:
-            progress(self.finished_count - reported)
-        return self.result(wallclock.perf_counter() - t0)
+            return self.result(wallclock.perf_counter() - t0)
 
     def durations(self) -> Mapping[str, float]:
         """True durations, for oracle policies only (bounds, never deployed)."""
@@ -392,11 +404,22 @@ class Simulator:
         return ClusterView(
             now=self.now,
             cluster=self.cluster,
-            pool=self.pool.readonly(),
+            pool=self._pool_view(),
             pending=self.pending.values(),
             running=self.running.values(),
             finished=tuple(finished),
         )
+
+    def _pool_view(self) -> GpuPool:
+        """The read-only pool of the views, made again only after a start or a stop.
+
+        Most decision points follow an arrival, which leaves the pool as it
+        was; a read-only pool reads the live arrays anyway, so the one made
+        at the last change serves until the next.
+        """
+        if self._readonly is None:
+            self._readonly = self.pool.readonly()
+        return self._readonly
 
     # -- starting and stopping jobs ---------------------------------------
 
@@ -404,6 +427,7 @@ class Simulator:
         run = self.runs[job_id]
         del self.pending[job_id]
         self.pool.allocate(placement)
+        self._readonly = None
         run.placement = placement
         run.started_at = now
         run.last = now
@@ -442,6 +466,7 @@ class Simulator:
         run.due = run.ends_at = math.inf
         del self.running[job_id]
         self.pool.release(placement)
+        self._readonly = None
         run.placement = None
         if self._colocation:
             self._release_neighbours(job_id, run, placement)

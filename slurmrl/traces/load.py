@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import difflib
 import gzip
+import importlib
 import zlib
 from pathlib import Path
 
 from slurmrl.errors import TraceError
-from slurmrl.traces import acme, chronus, gavel, helios, normalized, openb, pai, philly, pollux, swf, tiresias
 from slurmrl.traces.rows import read_bytes
 from slurmrl.traces.schema import Trace
 
@@ -58,21 +58,11 @@ def load_trace(
         close = difflib.get_close_matches(format, FORMATS, n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"known formats: auto, {', '.join(FORMATS)}"
         raise TraceError(f"unknown trace format '{format}'", file=display, hint=hint)
+    # Each format's parser module loads only when a file of that format is read.
+    parser = importlib.import_module(f"slurmrl.traces.{format}")
     if format == "swf":
-        return swf.load(file, display, skip_bad, procs_per_gpu=procs_per_gpu)
-    loader = {
-        "normalized": normalized.load,
-        "philly": philly.load,
-        "helios": helios.load,
-        "acme": acme.load,
-        "pai": pai.load,
-        "openb": openb.load,
-        "tiresias": tiresias.load,
-        "chronus": chronus.load,
-        "gavel": gavel.load,
-        "pollux": pollux.load,
-    }[format]
-    return loader(file, display, skip_bad)
+        return parser.load(file, display, skip_bad, procs_per_gpu=procs_per_gpu)
+    return parser.load(file, display, skip_bad)
 
 
 def _peek(path: Path, display: str) -> str:
@@ -118,12 +108,16 @@ def detect(path: Path, display: str) -> str:
         return "pollux"
     if {"job_id", "num_gpu", "submit_time", "duration"} <= columns:
         return "chronus" if "expect_time_list" in columns else "tiresias"
+    from slurmrl.traces import acme
+
     if acme.MARKERS <= columns:
         return "acme"
     if {"job_id", "gpu_num", "submit_time"} <= columns:
         return "helios"
     if "job_name" in columns and "inst_id" in columns:
         return "pai"
+    from slurmrl.traces import swf
+
     fields = stripped.split()
     if len(fields) == len(swf.FIELDS) and all(_is_number(f) for f in fields):
         return "swf"

@@ -267,3 +267,16 @@ def test_slurm_job_size_counts_nodes_and_cpus_not_gpus() -> None:
     policy.decide(view_of(cluster, 0.0, pending))
     got = [int(p) for p in policy.ordering.priorities(pending, 0.0)]
     assert got == [1063, 1063, 1126]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_worst_victim_is_the_first_of_the_full_victim_ranking(seed: int) -> None:
+    import random
+
+    from slurmrl.policy.ordering.preemptive import _first_of, _ranked
+
+    rng = random.Random(seed)
+    keys = [(rng.randint(0, 2), rng.randint(0, 3)) for _ in range(rng.randint(0, 12))]
+    jobs = [object() for _ in keys]  # distinct stand-ins: ties must keep their order
+    ranked = _ranked(jobs, keys)  # type: ignore[arg-type]
+    assert _first_of(jobs, keys) is (ranked[0] if ranked else None)  # type: ignore[arg-type]

@@ -212,3 +212,13 @@ def test_placements_stay_on_allowed_nodes(
         assert (got is None) == (unrestricted is None)
     if name == "first-fit":  # backfill's reservation bound agrees with the placement
         assert make_placement(name).bound(job, pool, 0.0).possible() == (got is not None)
+
+
+def test_placement_made_equals_the_dataclass_constructor() -> None:
+    from slurmrl.cluster.model import NodeAlloc, Placement
+
+    allocs = (NodeAlloc(3, (0, 1)), NodeAlloc(1, (5,)))
+    made, built = Placement.made(allocs), Placement(allocs)
+    assert made == built and hash(made) == hash(built)
+    assert made.nodes == built.nodes == (3, 1) and made.num_gpus == 3
+    assert Placement.of([(3, [1, 0]), (1, [5])]) == built

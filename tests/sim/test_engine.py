@@ -40,3 +40,22 @@ def test_pops_are_sorted(events: list[tuple[float, int]]) -> None:
         t, p, i = q.pop()
         out.append((t, p, i))
     assert out == sorted(out)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5).map(float), st.sampled_from([COMPLETION, ARRIVAL, WAKE])), max_size=40
+    )
+)
+def test_schedule_all_pops_as_single_pushes_do(events: list[tuple[float, int]]) -> None:
+    one, many = EventQueue[int](), EventQueue[int]()
+    for i, (t, p) in enumerate(events):
+        one.schedule(t, p, i)
+    many.schedule_all((t, p, i) for i, (t, p) in enumerate(events))
+    assert [one.pop() for _ in events] == [many.pop() for _ in events]
+
+
+def test_schedule_all_refuses_the_past() -> None:
+    q = EventQueue[str](start=10.0)
+    with pytest.raises(ValueError, match="before the current time"):
+        q.schedule_all([(11.0, ARRIVAL, "a"), (9.0, ARRIVAL, "b")])

@@ -290,3 +290,42 @@ def test_utilization_series_is_exact_per_bin() -> None:
     assert half.busy_gpus.tolist() == pytest.approx([1, 12])
     assert series.centers.tolist() == pytest.approx([5, 15, 25, 35, 45])
     assert utilization_series([], small_cluster()).busy_gpus.size == 0
+
+
+def test_bounds_are_computed_once_per_distinct_input(monkeypatch) -> None:
+    import numpy as np
+
+    from slurmrl.sim import metrics
+
+    calls: list[int] = []
+    real = metrics.avg_jct_lower_bound
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "avg_jct_lower_bound", counted)
+    monkeypatch.setattr(metrics, "_BOUNDS_SEEN", {})
+
+    def cols(submit: list[float]) -> metrics._Cols:
+        n = len(submit)
+        ones = np.ones(n)
+        return metrics._Cols(
+            submit=np.array(submit),
+            start=np.array(submit),
+            end=np.array(submit) + 10.0,
+            duration=10.0 * ones,
+            best_time=10.0 * ones,
+            gpus=np.ones(n, dtype=np.int64),
+            nodes=np.ones(n, dtype=np.int64),
+            racks=np.ones(n, dtype=np.int64),
+            time_limit=np.full(n, np.nan),
+            preemptions=np.zeros(n, dtype=np.int64),
+            killed=np.zeros(n, dtype=bool),
+        )
+
+    first = metrics._bounds(cols([0.0, 1.0]), 8, 0.0)
+    assert metrics._bounds(cols([0.0, 1.0]), 8, 0.0) == first and len(calls) == 1
+    metrics._bounds(cols([0.0, 2.0]), 8, 0.0)  # another workload
+    metrics._bounds(cols([0.0, 1.0]), 4, 0.0)  # another cluster size
+    assert len(calls) == 3

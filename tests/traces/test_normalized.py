@@ -1,5 +1,4 @@
 import gzip
-import time
 from pathlib import Path
 
 import pytest
@@ -90,16 +89,14 @@ def test_embedded_sample() -> None:
 
 
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
-def test_shared_philly_counts_and_speed() -> None:
-    start = time.perf_counter()
+def test_shared_philly_counts() -> None:
+    # Its load time is printed by benchmarks/sim_speed.py, not asserted here.
     trace = load_trace(PHILLY)
-    elapsed = time.perf_counter() - start
     assert len(trace) == 46070
     assert trace.skipped == 0 and trace.dropped == {}
     assert sum(1 for j in trace.jobs if j.num_gpus == 1) == 43982
     assert min(j.duration for j in trace.jobs) == 1.0
     assert len({j.vc for j in trace.jobs}) == 11
-    assert elapsed < 4.0  # about 0.5 s measured; generous bound for slow CI machines
 
 
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
@@ -116,3 +113,37 @@ def test_shared_openb_documented_counts() -> None:
     assert trace.dropped == {"never scheduled (empty duration)": 897, "no GPUs": 1088 - 36}
     assert len(trace) == 8152 - 897 - (1088 - 36)
     assert all(j.num_gpus >= 1 and j.num_nodes == 1 for j in trace.jobs)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "b,u1,vc1,20,5.5,2,1,completed,bert,x\na, ,vc2, 20 ,7,1,,,,\nc,u2,vc1,3,100,8,,FAILED,,\n",
+        "b,u1,vc1,20,5.5,2,1,completed,bert,x\r\na,,vc2,20,7,1,,,,\r\n",  # CRLF line ends
+        "b,u1,vc1,20,5.5,2,1,,,\n\na,,vc2,20,7,1,,,,\n",  # a blank line
+        'b,"u\n1",vc1,20,5.5,2,1,,,\na,,vc2,20,7,1,,,,\n',  # a quoted line break
+        "b,u1,vc1,20,5.5,2.0,1,,,\na,,vc2,20,,1,,,,\nc,,vc2,1,3,0,,,,\n",  # rows to drop, a float count
+    ],
+)
+def test_column_reader_agrees_with_the_row_reader(
+    tmp_path: Path, body: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slurmrl.traces import normalized
+
+    path = write(tmp_path / "t.csv", HEADER + body)
+    fast = load_trace(path)
+    monkeypatch.setattr(normalized, "_clean_table", lambda text, display: None)
+    rows = load_trace(path)
+    assert fast.jobs == rows.jobs and fast.lines == rows.lines
+    assert dict(fast.dropped) == dict(rows.dropped) and fast.skipped == rows.skipped
+
+
+@pytest.mark.parametrize(
+    "bad", ["x,,vc,1,2,nan,,,,\n", "x,,vc,-1,2,1,,,,\n", "x,,vc,1,2,1,,,,\nx,,vc,1,2,1,,,,\n"]
+)
+def test_bad_rows_still_get_the_row_readers_error(tmp_path: Path, bad: str) -> None:
+    from slurmrl.errors import TraceError
+
+    path = write(tmp_path / "t.csv", HEADER + "a,,vc,0,1,1,,,,\n" + bad)
+    with pytest.raises(TraceError, match=r"t\.csv.*line 3"):
+        load_trace(path)

@@ -20,6 +20,7 @@ from typing import Any
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.backfill import NodeBound
 from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 
@@ -89,6 +90,7 @@ class PreemptiveScheduler:
             return Decisions(order=order, wake_at=self.wake_at(view))
         pool = view.pool.copy()
         victims: list[JobView] | None = None  # worst-ranked first, sorted when first needed
+        exposed: tuple[list[JobView], list[Any]] | None = None  # the running jobs victims come from
         starts: list[Start] = []
         preempted: list[JobView] = []
         # Smallest GPU count that could neither be placed nor displace anyone
@@ -107,20 +109,26 @@ class PreemptiveScheduler:
                 continue
             if failures is not None and failures.doomed(job):
                 continue
-            if victims is None and pool.total_free == 0:
-                victims = self._victims(view)
-            if pool.total_free == 0 and (
-                not victims
-                or len(preempted) >= self.max_preempt_per_pass
-                or not self.may_preempt(victims[0], job, now)
-            ):
-                # Rank order is monotone in the preemption rule: if this job
-                # cannot displace the worst running job, no later one can.
-                break
+            if pool.total_free == 0:
+                # Only the worst-ranked victim decides whether to go on, so the
+                # full ranking of victims waits until a job may displace it.
+                if victims is None:
+                    exposed = exposed or self._exposed(view)
+                    worst = _first_of(*exposed)
+                else:
+                    worst = victims[0] if victims else None
+                if (
+                    worst is None
+                    or len(preempted) >= self.max_preempt_per_pass
+                    or not self.may_preempt(worst, job, now)
+                ):
+                    # Rank order is monotone in the preemption rule: if this job
+                    # cannot displace the worst running job, no later one can.
+                    break
             placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
             if placement is None and len(preempted) < self.max_preempt_per_pass:
                 if victims is None:
-                    victims = self._victims(view)
+                    victims = _ranked(*(exposed or self._exposed(view)))
                 placement = self._displace(job, pool, view, victims, preempted)
             if placement is None:
                 if unconstrained and (smallest_failure is None or job.gpus < smallest_failure):
@@ -143,14 +151,21 @@ class PreemptiveScheduler:
 
     def _victims(self, view: ClusterView) -> list[JobView]:
         """Running jobs past their protection, worst-ranked first."""
-        now = view.now
-        jobs = [j for j in view.running if j.placement is not None and self._unprotected(j, now)]
-        keys = self.keys(jobs, now)
-        return [jobs[i] for i in sorted(range(len(jobs)), key=keys.__getitem__, reverse=True)]
+        return _ranked(*self._exposed(view))
 
-    def _unprotected(self, job: JobView, now: float) -> bool:
-        start = job.start_time if job.start_time is not None else now
-        return now - start >= self.min_run
+    def _exposed(self, view: ClusterView) -> tuple[list[JobView], list[Any]]:
+        """Running jobs past their protection, and their keys."""
+        now, min_run = view.now, self.min_run
+        # Past protection: run at least min_run since the last start (a job
+        # with no start time counts as just started). Inline: every pass of a
+        # full cluster reads every running job here.
+        jobs = [
+            j
+            for j in view.running
+            if j.placement is not None
+            and now - (j.start_time if j.start_time is not None else now) >= min_run
+        ]
+        return jobs, self.keys(jobs, now)
 
     def _displace(
         self, job: JobView, pool: GpuPool, view: ClusterView, victims: list[JobView], preempted: list[JobView]
@@ -167,12 +182,17 @@ class PreemptiveScheduler:
         scratch = pool.copy()
         chosen: list[JobView] = []
         found: Placement | None = None
+        # A placement is tried only once the nodes the job may span could
+        # hold it (a condition every placement needs, kept on plain counts):
+        # most tries of a saturated pass were refused on that alone.
+        bound = NodeBound(job, scratch, view.now)
         for victim in candidates:
             if victim.placement is None:
                 continue
             scratch.release(victim.placement)
+            bound.release(victim.placement)
             chosen.append(victim)
-            if scratch.total_free >= job.gpus:
+            if scratch.total_free >= job.gpus and bound.possible():
                 found = self.placement.place(job, scratch, view)
                 if found is not None:
                     break
@@ -187,6 +207,16 @@ class PreemptiveScheduler:
                 preempted.append(victim)
                 victims.remove(victim)
         return found
+
+
+def _ranked(jobs: list[JobView], keys: list[Any]) -> list[JobView]:
+    """``jobs`` worst-ranked (largest key) first; equal keys keep their order."""
+    return [jobs[i] for i in sorted(range(len(jobs)), key=keys.__getitem__, reverse=True)]
+
+
+def _first_of(jobs: list[JobView], keys: list[Any]) -> JobView | None:
+    """``_ranked(jobs, keys)[0]`` without the sort: ``max`` also keeps the first of equal keys."""
+    return jobs[max(range(len(jobs)), key=keys.__getitem__)] if jobs else None
 
 
 class Failures:

@@ -68,9 +68,15 @@ class Tiresias(PreemptiveScheduler):
         cache, offset = self._cache, self._offset
         out = []
         for job in jobs:
-            found = cache.get(job.job_id)
+            job_id = job.job_id
+            found = cache.get(job_id)
             if found is None:
-                found = cache[job.job_id] = job.service(now) - offset.get(job.job_id, 0.0)
+                # JobView.service spelled out (the same operations, so the same
+                # float): this runs for every running job in every pass.
+                start = job.start_time
+                ran = now - start if start is not None else 0.0
+                service = job.attained_service + job.gpus * (ran if ran > 0.0 else 0.0)
+                found = cache[job_id] = service - offset.get(job_id, 0.0)
             out.append(found)
         return out
 
@@ -147,11 +153,14 @@ class Tiresias(PreemptiveScheduler):
             return None
         now, best = view.now, math.inf
         thresholds = self.thresholds
+        last = len(thresholds)
         running = [j for j in view.running if j.gpus > 0]
         for job, counted in zip(running, self._counted(running, now), strict=True):
             q = bisect.bisect_right(thresholds, counted)
-            if q < len(thresholds):
-                best = min(best, now + (thresholds[q] - counted) / job.gpus)
+            if q < last:
+                at = now + (thresholds[q] - counted) / job.gpus
+                if at < best:
+                    best = at
         heap = self._promotions
         while heap and heap[0][1] not in self._stopped:
             heapq.heappop(heap)

@@ -198,4 +198,4 @@ def build(pool: GpuPool, shares: list[tuple[int, int]], job: JobView) -> Placeme
     """A placement from (node, count) shares, honouring the job's node-count request."""
     if job.num_nodes is not None and len(shares) > job.num_nodes:
         return None
-    return Placement(tuple(NodeAlloc(node, pick_in_node(pool, node, count)) for node, count in shares))
+    return Placement.made(tuple(NodeAlloc(node, pick_in_node(pool, node, count)) for node, count in shares))
