@@ -60,3 +60,5 @@ class PolicyError(SlurmrlError):
 
 class SlurmError(SlurmrlError):
     """A Slurm command or API call failed."""
+
+    stderr: str = ""  # the command's whole error output, where a command failed

@@ -49,7 +49,18 @@ class DaemonConfig:
     max_site_factor: int = 1000
     # Explicit priorities (mode "priority") are priority_base .. priority_base + max_site_factor.
     priority_base: int = 100_000
-    max_changes_per_cycle: int = 200
+    # Changes planned per cycle (a bound on the daemon's own work); what Slurm is asked per
+    # cycle is capped by max_calls_per_cycle and max_send_seconds.
+    max_changes_per_cycle: int = 20_000
+    # Ordering resolution: a queue of more eligible jobs than this is ranked in this many
+    # bands of consecutive ranks, one SiteFactor (or priority) per band, so a band is one
+    # `scontrol update JobId=a,b,c`; 0 = one value per rank.
+    order_bands: int = 100
+    max_calls_per_cycle: int = 100  # scontrol updates per cycle, most urgent first
+    max_send_seconds: float = 20.0  # seconds of sending per cycle (of the 30 s interval); the rest waits
+    # A cycle whose job updates took longer than this each (slurmctld busy) halves the next
+    # cycles' call cap; a fast one doubles it again, up to max_calls_per_cycle.
+    slow_update_seconds: float = 0.1
     placement_hold: float = 300.0
     pin: str = "required"
     starvation_wait: float = 86_400.0
@@ -128,6 +139,10 @@ TOP: dict[str, tuple[str, _Check]] = {
     "max_site_factor": ("int", _between(1, MAX_SITE_FACTOR)),
     "priority_base": ("int", _between(1, MAX_PRIORITY // 2)),
     "max_changes_per_cycle": ("int", _positive),
+    "order_bands": ("int", _non_negative),
+    "max_calls_per_cycle": ("int", _positive),
+    "max_send_seconds": ("float", _positive),
+    "slow_update_seconds": ("float", _positive),
     "placement_hold": ("float", _positive),
     "pin": ("str", _one_of(PINS)),
     "starvation_wait": ("float", _non_negative),

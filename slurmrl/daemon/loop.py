@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
-from slurmrl.daemon.apply import BATCH, ApplyResult, apply_changes, error_kind
+from slurmrl.daemon.apply import BATCH, ApplyResult, SendLimits, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
@@ -41,7 +41,7 @@ from slurmrl.daemon.scope import build_view, elastic_problems, scoped_pending
 from slurmrl.daemon.timescale import scale_view, unscale_decisions
 from slurmrl.errors import PolicyError, SlurmError, SlurmrlError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.view import Decisions
+from slurmrl.policy.view import ClusterView, Decisions
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import STATS
 from slurmrl.slurm.snapshot import Snapshot
@@ -49,6 +49,7 @@ from slurmrl.slurm.snapshot import Snapshot
 REVERT_ATTEMPTS = 5  # rounds of retries when giving values back (our choice)
 SLEEP_SLICE = 0.2  # seconds between checks of the stop flag
 MIN_WAKE = 1.0  # a policy's wake_at never brings the next cycle closer than this (our choice)
+MIN_CALLS = 4  # the call cap never backs off below this many calls per cycle (our choice)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,9 @@ class Daemon:
         # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
         self._said: set[tuple[str, str]] = set()
         self.metrics.notes_enabled.set(1)
+        # Slurm calls the next cycle may make: halved while slurmctld answers slowly.
+        self.call_cap = config.max_calls_per_cycle
+        self.metrics.call_cap.set(self.call_cap)
 
     def close(self) -> None:
         """Release the state file's lock and the audit log (end of run or revert)."""
@@ -167,16 +171,10 @@ class Daemon:
     def decide(
         self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors] | None = None
     ) -> tuple[CyclePlan, Decisions, float]:
-        """Policy and planning for one snapshot, without sending anything."""
-        scoped = scoped_pending(snapshot, self.config.scope)
-        self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
-        for jid, tag in elastic_problems(scoped):
-            self._say_once(
-                jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
-            )
-        limits = self._limits(scoped)
-        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
-        view = scale_view(view, self.config.time_scale)
+        """Policy and planning for one snapshot, without sending anything:
+        scope -> view -> decide -> plan."""
+        scoped = self.scope(snapshot)
+        view = self.view(snapshot, scoped)
         t0 = time.perf_counter()
         decisions = unscale_decisions(self.policy.decide(view), self.config.time_scale)
         policy_seconds = time.perf_counter() - t0
@@ -189,9 +187,24 @@ class Daemon:
             self.clock(),
             write_notes=self.notes,
             factors=factors,
-            limits=limits,
+            limits=self._limits(scoped),
         )
         return plan, decisions, policy_seconds
+
+    def scope(self, snapshot: Snapshot) -> dict[str, Any]:
+        """The pending jobs the daemon may change; unusable elastic tags said once per job."""
+        scoped = scoped_pending(snapshot, self.config.scope)
+        self._said = {said for said in self._said if said[0] in scoped}  # jobs gone: forgotten
+        for jid, tag in elastic_problems(scoped):
+            self._say_once(
+                jid, tag.text, "elastic tag ignored", "elastic_tag", tag=tag.text, problem=tag.problem
+            )
+        return scoped
+
+    def view(self, snapshot: Snapshot, scoped: Mapping[str, Any]) -> ClusterView:
+        """What the policy sees: the scoped queue, recently finished jobs, in trace time."""
+        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
+        return scale_view(view, self.config.time_scale)
 
     def _limits(self, scoped: Mapping[str, Any]) -> AccountLimits | None:
         """Accounting limits, read only in a cycle with an elastic job in scope (only a
@@ -225,7 +238,10 @@ class Daemon:
             self.save()
 
     def cycle(self) -> CycleOutcome:
-        """One snapshot, one decision, the changes; raises :class:`SlurmError` if Slurm cannot be read."""
+        """One snapshot, one decision, the changes; raises :class:`SlurmError` if Slurm cannot be read.
+
+        read -> scope -> view -> decide -> plan (:meth:`decide`) -> batch -> send -> confirm
+        (:meth:`send`, :func:`apply_changes`)."""
         t0 = time.perf_counter()
         number = self.record.cycle + 1
         snapshot, factors = self.read()
@@ -233,54 +249,75 @@ class Daemon:
         if decisions.preempt:  # refused at load; never dropped without a word
             log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(decisions.preempt))
             self.audit.write("dropped", cycle=number, preempt=list(decisions.preempt))
-        now = self.clock()
-        dry = self.dry_run
-        result: ApplyResult | None = None
-        if dry:
-            for ch in plan.changes:
-                self._audit_change(number, ch, dry_run=True)
-                self.metrics.changes.labels(kind=ch.field, dry_run="true").inc()
-        else:
-            for jid in plan.forget:
-                self.record.drop(jid)
-
-            def failed(ch: Change, exc: SlurmError) -> None:
-                self.metrics.errors.labels(kind=error_kind(exc)).inc()
-                log(
-                    logging.WARNING,
-                    "update failed",
-                    cycle=number,
-                    job=ch.job_id,
-                    field=ch.field,
-                    error=exc.format(),
-                )
-                self.audit.write("error", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
-
-            def sent(ch: Change) -> None:
-                self.metrics.changes.labels(kind=ch.field, dry_run="false").inc()
-                self._audit_change(number, ch, dry_run=False)
-
-            result = apply_changes(
-                self.backend,
-                plan.changes,
-                self.record,
-                now,
-                persist=self.save,
-                on_sent=sent,
-                on_failed=failed,
-                refused_block=self.config.placement_hold,
-                notes=self.notes,
-            )
-            if result.notes_refused:
-                self._notes_refused(number)
-            self.record.cycle = number
-            self.save()
+        result = self.send(number, plan) if not self.dry_run else self._dry(number, plan)
         seconds = time.perf_counter() - t0
         outcome = CycleOutcome(number, seconds, policy_seconds, plan, result, decisions.wake_at)
-        if dry:
-            self.record.cycle = number  # in memory only: a dry run writes no state
         self._report_cycle(outcome, decisions)
         return outcome
+
+    def _dry(self, number: int, plan: CyclePlan) -> None:
+        """A dry run: every change audited and counted, nothing sent, no state written."""
+        for ch in plan.changes:
+            self._audit_change(number, ch, dry_run=True)
+            self.metrics.changes.labels(kind=ch.field, dry_run="true").inc()
+        self.record.cycle = number  # in memory only
+        return None
+
+    def send(self, number: int, plan: CyclePlan) -> ApplyResult:
+        """The plan's changes to Slurm in list calls, within this cycle's call and time caps;
+        the record saved before each setting and once more at the end."""
+        for jid in plan.forget:
+            self.record.drop(jid)
+        result = apply_changes(
+            self.backend,
+            plan.changes,
+            self.record,
+            self.clock(),
+            persist=self.save,
+            on_sent=lambda ch: self._sent(number, ch),
+            on_failed=lambda ch, exc: self._failed(number, ch, exc),
+            refused_block=self.config.placement_hold,
+            notes=self.notes,
+            batch=BATCH,
+            limits=SendLimits(self.call_cap, self.config.max_send_seconds),
+        )
+        self._pace(number, result)
+        if result.notes_refused:
+            self._notes_refused(number)
+        self.record.cycle = number
+        self.save()
+        return result
+
+    def _sent(self, number: int, ch: Change) -> None:
+        self.metrics.changes.labels(kind=ch.field, dry_run="false").inc()
+        self._audit_change(number, ch, dry_run=False)
+
+    def _failed(self, number: int, ch: Change, exc: SlurmError) -> None:
+        self.metrics.errors.labels(kind=error_kind(exc)).inc()
+        log(logging.WARNING, "update failed", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
+        self.audit.write("error", cycle=number, job=ch.job_id, field=ch.field, error=exc.format())
+
+    def _pace(self, cycle: int, result: ApplyResult) -> None:
+        """Back off when slurmctld is slow: the next cycle's call cap halves when job updates
+        took over ``slow_update_seconds`` each, and doubles back after a fast cycle."""
+        cap, top = self.call_cap, self.config.max_calls_per_cycle
+        if result.updates == 0:
+            return
+        per_update = result.seconds / result.updates
+        if per_update > self.config.slow_update_seconds:
+            self.call_cap = max(min(MIN_CALLS, top), cap // 2)
+        else:
+            self.call_cap = min(top, cap * 2)
+        if self.call_cap < cap:
+            log(
+                logging.WARNING,
+                "slurmctld slow: fewer calls per cycle",
+                cycle=cycle,
+                seconds_per_update=round(per_update, 4),
+                call_cap=self.call_cap,
+            )
+            self.audit.write("backoff", cycle=cycle, seconds_per_update=per_update, call_cap=self.call_cap)
+        self.metrics.call_cap.set(self.call_cap)
 
     def _say_once(self, job_id: str, key: str, message: str, kind: str, **fields: Any) -> None:
         """One warning and one audit line per job and ``key``, not one per cycle."""
@@ -332,7 +369,8 @@ class Daemon:
         m.policy_seconds.observe(out.policy_seconds)
         m.observe_jobs(out.plan.jobs_by_state)
         m.in_scope.set(out.plan.in_scope)
-        m.deferred.set(out.plan.deferred)
+        unsent = out.result.unsent if out.result is not None else 0
+        m.deferred.set(out.plan.deferred + unsent)
         m.tracked.set(len(self.record.jobs))
         m.pins.set(sum(1 for e in self.record.jobs.values() if e.pinned is not None))
         sent = len(out.result.sent) if out.result is not None else 0
@@ -358,7 +396,11 @@ class Daemon:
             planned=len(out.plan.changes),
             sent=sent,
             failed=failed,
-            deferred=out.plan.deferred,
+            deferred=out.plan.deferred + unsent,
+            calls=out.result.calls if out.result is not None else 0,
+            updates=out.result.updates if out.result is not None else 0,
+            send_seconds=round(out.result.seconds, 4) if out.result is not None else 0.0,
+            call_cap=self.call_cap,
             tracked=len(self.record.jobs),
             dry_run=self.dry_run,
             slurm_calls=STATS.calls,

@@ -63,7 +63,14 @@ class DaemonMetrics:
             "slurmrl_changes", "Updates sent to Slurm by field", ["kind", "dry_run"], registry=r
         )
         self.deferred = Gauge(
-            "slurmrl_changes_deferred", "Changes over max_changes_per_cycle in the last cycle", registry=r
+            "slurmrl_changes_deferred",
+            "Changes left for later cycles in the last cycle (over the change, call or time cap)",
+            registry=r,
+        )
+        self.call_cap = Gauge(
+            "slurmrl_call_cap",
+            "Slurm calls the next cycle may make (halved while slurmctld is slow)",
+            registry=r,
         )
         self.errors = Counter("slurmrl_errors", "Errors by kind", ["kind"], registry=r)
         self.last_success = Gauge(

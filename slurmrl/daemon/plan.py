@@ -21,7 +21,10 @@ Safety rules enforced here rather than trusted to policies:
   when the decision changes. A start the daemon cannot enact as asked is
   returned in :attr:`CyclePlan.refused`, never dropped without a word;
 * at most ``max_changes_per_cycle`` updates, the most urgent first (restores,
-  then placements, then ordering by rank); the rest wait for the next cycle.
+  then placements, then ordering by rank); the rest wait for the next cycle
+  (what is sent of them is capped again, by Slurm calls and seconds, in ``apply``);
+* a long queue is ranked in ``order_bands`` bands that share a value, so one
+  ``scontrol update JobId=a,b,c`` sets a whole band.
 """
 
 from __future__ import annotations
@@ -111,12 +114,33 @@ class CyclePlan:
     refused: tuple[Refusal, ...] = ()
 
 
-def site_factor_for(rank: int, count: int, top: int) -> int:
-    """Rank 0 gets ``top``, the last rank 0, evenly spaced and rounded to integers."""
+def site_factor_for(rank: int, count: int, top: int, bands: int = 0) -> int:
+    """Rank 0 gets ``top``, the last rank 0, evenly spaced and rounded to integers.
+
+    ``bands`` > 0 and fewer than ``count``: ranks go in ``bands`` runs of consecutive ranks
+    that share one value, so each run is one Slurm call for many jobs. The policy's order
+    holds exactly between bands (at most ``top + 1`` bands, so their values differ); within
+    one band Slurm's other factors (age, fair-share, ...) order the jobs.
+    """
+    bands = min(bands, top + 1)
+    if 0 < bands < count:
+        return site_factor_for(rank * bands // count, bands, top)
     if count <= 1:
         return top
     span = count - 1
     return (2 * top * (span - rank) + span) // (2 * span)
+
+
+def band_step(count: int, top: int, bands: int) -> int:
+    """The largest gap between neighbouring bands' values (0 when each rank has its own).
+
+    A job that only moved to the next band is left alone: when every rank shifts (old jobs
+    start, new ones arrive) half of each band would otherwise move over and be sent again.
+    """
+    bands = min(bands, top + 1)
+    if not 1 < bands < count:
+        return 0
+    return -(-top // (bands - 1))
 
 
 def strip_note(text: str) -> str:
@@ -385,6 +409,33 @@ def _pin_kind(
     return "nodes", names, f"policy starts it now (hard pin: {why})"
 
 
+class Groups:
+    """The cycle's changes per job, with the job's urgency (the lowest key its changes
+    carry: give-backs, then placements, then ordering by rank); notes are added per job
+    when the groups are flattened."""
+
+    def __init__(self) -> None:
+        self.by_job: dict[str, tuple[tuple[int, int], list[Change]]] = {}
+
+    def add(self, key: tuple[int, int], change: Change) -> None:
+        old_key, changes = self.by_job.get(change.job_id, (key, []))
+        changes.append(change)
+        self.by_job[change.job_id] = (min(old_key, key), changes)
+
+    def touch(self, job_id: str, key: tuple[int, int]) -> None:
+        """A job with no field change whose note must be written again."""
+        self.by_job[job_id] = (key, [])
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self.by_job
+
+    def __len__(self) -> int:
+        return len(self.by_job)
+
+    def in_order(self) -> list[tuple[str, list[Change]]]:
+        return [(jid, ch) for jid, (_, ch) in sorted(self.by_job.items(), key=lambda item: item[1][0])]
+
+
 def plan_cycle(
     snapshot: Snapshot,
     decisions: Decisions,
@@ -400,37 +451,93 @@ def plan_cycle(
     """The changes for one cycle. ``write_notes`` False: no AdminComment (the account
     is only Operator); ``factors``: each job's nice and explicit priority (from sprio);
     ``limits``: the accounting limits a grow of an elastic job is checked against
-    (None: not checked)."""
-    factors = factors or {}
+    (None: not checked).
+
+    Stages: give back what left the scope, placement, ordering, stale notes, then the
+    budget (notes composed only for the jobs that fit)."""
     jobs = {j.job_id: j for j in snapshot.jobs}
     notes: list[str] = []
+    refused: list[Refusal] = []
+    groups = Groups()
+    forget = left_scope(record, jobs, scoped, groups)
+    starts = _clean_starts(decisions, snapshot, scoped, record, config, now, notes, refused, limits)
+    placement_changes(snapshot, starts, scoped, record, config, now, groups, notes)
+    ranked = rank_order(decisions, scoped)
+    overflow = ordering_changes(ranked, scoped, record, config, now, factors or {}, groups)
+    if write_notes:
+        stale_notes(record, scoped, ranked, groups)
+    flat, deferred = flatten(groups, jobs, record, config, write_notes, notes)
+    states = Counter(j.state for j in snapshot.jobs)
+    return CyclePlan(
+        changes=tuple(flat),
+        deferred=deferred + overflow,
+        forget=tuple(forget),
+        in_scope=len(scoped),
+        ranked=len(ranked),
+        starts=len(decisions.starts),
+        notes=tuple(notes),
+        jobs_by_state={(state.lower() or "unknown"): n for state, n in states.items()},
+        refused=tuple(refused),
+    )
+
+
+def left_scope(
+    record: Record, jobs: Mapping[str, SlurmJob], scoped: Mapping[str, SlurmJob], groups: Groups
+) -> list[str]:
+    """Recorded jobs that left the queue (returned: forgotten, nothing to give back) or
+    the scope (their values given back first of all)."""
     forget: list[str] = []
-    # (urgency key, job id) -> changes; comments are appended per job afterwards.
-    groups: dict[str, tuple[tuple[int, int], list[Change]]] = {}
-
-    def add(key: tuple[int, int], change: Change) -> None:
-        old_key, changes = groups.get(change.job_id, (key, []))
-        changes.append(change)
-        groups[change.job_id] = (min(old_key, key), changes)
-
-    # 1. Recorded jobs that left the queue or the scope.
     for jid, entry in record.jobs.items():
         job = jobs.get(jid)
         if job is None or not job.is_pending:
             forget.append(jid)  # started, ended or purged: its queue settings no longer matter
         elif jid not in scoped:
             for ch in restore_changes(entry, job, "left the daemon's scope (opt-out or scope change)"):
-                add((0, 0), ch)
+                groups.add((0, 0), ch)
+    return forget
 
-    # 2. Placement: pin jobs the policy starts now, unpin stale decisions.
-    refused: list[Refusal] = []
-    starts = _clean_starts(decisions, snapshot, scoped, record, config, now, notes, refused, limits)
+
+def placement_changes(
+    snapshot: Snapshot,
+    starts: Mapping[str, StartPlan],
+    scoped: Mapping[str, SlurmJob],
+    record: Record,
+    config: DaemonConfig,
+    now: float,
+    groups: Groups,
+    notes: list[str],
+) -> None:
+    """Pin the jobs the policy starts now, take stale pins back, and rewrite (or give back)
+    elastic jobs' GPU requests next to their pins."""
     desired = {jid: plan.names for jid, plan in starts.items()}
-    held: set[str] = set()  # starts not enacted this cycle: their pin is taken back
     kinds = {
         jid: _pin_kind(snapshot, scoped[jid], record.get(jid), names, config)
         for jid, names in desired.items()
     }
+    held = unpin_stale(record, scoped, desired, kinds, config, now, groups)
+    enacted = {jid for jid in starts if jid not in held and kinds[jid][0]}
+    for ch in _request_changes(starts, enacted, scoped, record):
+        groups.add((0, 1) if ch.restore else (1, 0), ch)  # before the job's pin, in the same group
+    for jid, names in desired.items():
+        change = _pin_change(scoped[jid], record.get(jid), names, kinds[jid])
+        if isinstance(change, str):
+            notes.append(change)
+        else:
+            groups.add((1, 0), change)
+
+
+def unpin_stale(
+    record: Record,
+    scoped: Mapping[str, SlurmJob],
+    desired: dict[str, tuple[str, ...]],
+    kinds: Mapping[str, tuple[str, Value, str]],
+    config: DaemonConfig,
+    now: float,
+    groups: Groups,
+) -> set[str]:
+    """Pins to take back (refused by Slurm, no longer decided, expired, of another kind);
+    ``desired`` loses the jobs already pinned as decided. Returns the starts held back."""
+    held: set[str] = set()  # starts not enacted this cycle: their pin is taken back
     for jid, entry in record.jobs.items():
         pinned = entry.pinned
         if pinned is None or jid not in scoped:
@@ -443,38 +550,41 @@ def plan_cycle(
             desired.pop(jid, None)
             held.add(jid)
             why = f"Slurm marks the pin {job.reason}; not pinned again until the request changes"
-            add((0, 1), unpin(entry, why, request=request_key(job)))
+            groups.add((0, 1), unpin(entry, why, request=request_key(job)))
         elif want is None:
-            add((0, 1), unpin(entry, "policy no longer starts it now"))
+            groups.add((0, 1), unpin(entry, "policy no longer starts it now"))
         elif entry.nodes_since is not None and now - entry.nodes_since > config.placement_hold:
             why = f"did not start within placement_hold={config.placement_hold:g}s"
-            add((0, 1), unpin(entry, why, block_until=now + config.placement_hold))
+            groups.add((0, 1), unpin(entry, why, block_until=now + config.placement_hold))
             del desired[jid]
             held.add(jid)
         elif kinds[jid][0] != kind:
-            add((0, 1), unpin(entry, f"pin kind changed to {kinds[jid][0]}"))  # pinned again next cycle
+            groups.add(
+                (0, 1), unpin(entry, f"pin kind changed to {kinds[jid][0]}")
+            )  # pinned again next cycle
             del desired[jid]
         elif tuple(sorted(pinned)) == want:
             del desired[jid]
-    enacted = {jid for jid in starts if jid not in held and kinds[jid][0]}
-    for ch in _request_changes(starts, enacted, scoped, record):
-        add((0, 1) if ch.restore else (1, 0), ch)  # before the job's pin, in the same group
-    for jid, names in desired.items():
-        entry = record.get(jid)
-        job = scoped[jid]
-        field_name, value, why = kinds[jid]
-        if field_name == "":
-            notes.append(f"job {jid}: {why}")
-            continue
-        if field_name == "prefer":
-            old_p = entry.prefer if entry is not None and entry.prefer is not None else job.prefer
-            change = Change(jid, "prefer", old_p, value, why, orig=job.prefer, request=request_key(job))
-        else:
-            old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
-            change = Change(jid, "nodes", old, names, why, orig=job.required_nodes, request=request_key(job))
-        add((1, 0), change)
+    return held
 
-    # 3. Ordering: rank -> bounded site factor (or explicit priority).
+
+def _pin_change(
+    job: SlurmJob, entry: Touched | None, names: tuple[str, ...], kind: tuple[str, Value, str]
+) -> Change | str:
+    """The pin for one start, or the note saying why there is none."""
+    jid = job.job_id
+    field_name, value, why = kind
+    if field_name == "":
+        return f"job {jid}: {why}"
+    if field_name == "prefer":
+        old_p = entry.prefer if entry is not None and entry.prefer is not None else job.prefer
+        return Change(jid, "prefer", old_p, value, why, orig=job.prefer, request=request_key(job))
+    old = entry.nodes if entry is not None and entry.nodes is not None else job.required_nodes
+    return Change(jid, "nodes", old, names, why, orig=job.required_nodes, request=request_key(job))
+
+
+def rank_order(decisions: Decisions, scoped: Mapping[str, SlurmJob]) -> list[str]:
+    """The eligible jobs in the policy's order, those it left out after them (queue order)."""
     eligible = [jid for jid, j in scoped.items() if j.eligible]
     eligible_set = set(eligible)
     ranked: list[str] = []
@@ -484,81 +594,102 @@ def plan_cycle(
             ranked.append(jid)
             seen.add(jid)
     ranked.extend(jid for jid in eligible if jid not in seen)
+    return ranked
+
+
+def ordering_changes(
+    ranked: list[str],
+    scoped: Mapping[str, SlurmJob],
+    record: Record,
+    config: DaemonConfig,
+    now: float,
+    factors: Mapping[str, PriorityFactors],
+    groups: Groups,
+) -> int:
+    """Rank -> bounded site factor (or explicit priority), for the jobs that fit the
+    change budget; returns how many did not fit (counted, not built)."""
     count = len(ranked)
     top = config.max_site_factor
-    tolerance = int(top * TOLERANCE_SHARE)
-    site_mode = config.mode == "site_factor"
-    oldest = now - config.starvation_wait  # submitted before this: starving
-    budget = config.max_changes_per_cycle
-    overflow = 0  # ordering changes past the budget: counted, not built
-
+    tolerance = max(int(top * TOLERANCE_SHARE), band_step(count, top, config.order_bands))
+    overflow = 0
     for rank, jid in enumerate(ranked):
-        job = scoped[jid]
-        entry = record.jobs.get(jid)
-        target = site_factor_for(rank, count, top)
-        starving = job.submit_time < oldest
-        if site_mode:
-            # What Slurm shows now wins over what the record says was set: a controller
-            # restarted from an older saved state loses values the daemon applied.
-            recorded = entry.site_factor if entry is not None else None
-            have = job.site_factor if job.site_factor is not None else (recorded or 0)
-            demote_blocked = starving and target < have
-            if demote_blocked:
-                target = have
-            if abs(target - have) > tolerance or (rank == 0 and target != have):
-                if len(groups) >= budget and jid not in groups:
-                    overflow += 1  # every group holds at least one change: this one cannot fit
-                    continue
-                why = f"rank {rank + 1}/{count}" + (
-                    "; waited over starvation_wait, not demoted" if demote_blocked else ""
-                )
-                add((2, rank), Change(jid, "site_factor", have, target, why, orig=job.site_factor or 0))
-        else:
-            value = config.priority_base + target
-            have_p = (
-                job.priority if job.priority is not None else (entry.priority if entry is not None else None)
+        target = site_factor_for(rank, count, top, config.order_bands)
+        change = _order_change(scoped[jid], record.jobs.get(jid), rank, count, target, tolerance, config, now)
+        if change is None:
+            continue
+        if len(groups) >= config.max_changes_per_cycle and jid not in groups:
+            overflow += 1  # every group holds at least one change: this one cannot fit
+            continue
+        if change.field == "priority":
+            f = factors.get(jid)
+            change = replace(
+                change, orig_nice=f.nice if f else 0, orig_explicit=bool(f and f.explicit_priority)
             )
-            demote_blocked = starving and have_p is not None and value < have_p
-            if demote_blocked:
-                value = have_p  # type: ignore[assignment]
-            if have_p is None or abs(value - have_p) > tolerance or (rank == 0 and value != have_p):
-                if len(groups) >= budget and jid not in groups:
-                    overflow += 1
-                    continue
-                why = f"rank {rank + 1}/{count}" + (
-                    "; waited over starvation_wait, not demoted" if demote_blocked else ""
-                )
-                f = factors.get(jid)
-                add(
-                    (2, rank),
-                    Change(
-                        jid,
-                        "priority",
-                        have_p,
-                        value,
-                        why,
-                        orig=job.priority,
-                        orig_nice=f.nice if f else 0,
-                        orig_explicit=bool(f and f.explicit_priority),
-                    ),
-                )
+        groups.add((2, rank), change)
+    return overflow
 
-    # 4. Audit notes in AdminComment, reflecting each job's state after its changes.
-    # Also for jobs without a field change this cycle whose note is missing or
-    # stale (a comment update deferred or refused earlier, or edited by someone).
+
+def _order_change(
+    job: SlurmJob,
+    entry: Touched | None,
+    rank: int,
+    count: int,
+    target: int,
+    tolerance: int,
+    config: DaemonConfig,
+    now: float,
+) -> Change | None:
+    """One job's ordering change, or None when what it has is within ``tolerance``.
+
+    What Slurm shows wins over what the record says was set: a controller restarted from
+    an older saved state loses values the daemon applied. A starving job is never demoted.
+    """
+    starving = job.submit_time < now - config.starvation_wait
+    if config.mode == "site_factor":
+        recorded = entry.site_factor if entry is not None else None
+        have: int | None = job.site_factor if job.site_factor is not None else (recorded or 0)
+        value, field_name, orig = target, "site_factor", job.site_factor or 0
+    else:
+        have = job.priority if job.priority is not None else (entry.priority if entry is not None else None)
+        value, field_name, orig = config.priority_base + target, "priority", job.priority
+    demote_blocked = starving and have is not None and value < have
+    if demote_blocked:
+        value = have  # type: ignore[assignment]
+    if have is not None and abs(value - have) <= tolerance and not (rank == 0 and value != have):
+        return None
+    why = f"rank {rank + 1}/{count}" + (
+        "; waited over starvation_wait, not demoted" if demote_blocked else ""
+    )
+    return Change(job.job_id, field_name, have, value, why, orig=orig)
+
+
+def stale_notes(record: Record, scoped: Mapping[str, SlurmJob], ranked: list[str], groups: Groups) -> None:
+    """Jobs without a field change this cycle whose note is missing or stale (a comment
+    update deferred or refused earlier, or edited by someone): their note is written again."""
     rank_of = {jid: r for r, jid in enumerate(ranked)}
     for jid, entry in record.jobs.items():
-        if not write_notes or jid in groups or jid not in scoped:
+        if jid in groups or jid not in scoped:
             continue
         stale = entry.note_stale or (entry.admin_comment is None and entry.changed_anything)
         if stale or (entry.admin_comment is not None and scoped[jid].admin_comment != entry.admin_comment):
-            groups[jid] = ((2, rank_of.get(jid, count)), [])
+            groups.touch(jid, (2, rank_of.get(jid, len(ranked))))
 
-    # Notes are composed only for the jobs that fit in this cycle's budget: a
-    # 10,000-job queue reranked at once must not cost 10,000 notes per cycle.
+
+def flatten(
+    groups: Groups,
+    jobs: Mapping[str, SlurmJob],
+    record: Record,
+    config: DaemonConfig,
+    write_notes: bool,
+    notes: list[str],
+) -> tuple[list[Change], int]:
+    """The changes, most urgent job first, each job's note after its changes, cut at the
+    change budget; returns them and how many were left out. Notes are composed only for
+    the jobs that fit: a 10,000-job queue reranked at once must not cost 10,000 notes."""
+    budget = config.max_changes_per_cycle
     flat: list[Change] = []
-    deferred = overflow
-    for jid, (_, changes) in sorted(groups.items(), key=lambda item: item[1][0]):
+    deferred = 0
+    for jid, changes in groups.in_order():
         if len(flat) >= budget:
             deferred += len(changes)
             continue
@@ -570,19 +701,7 @@ def plan_cycle(
             elif comment is not None:
                 changes = [*changes, comment]
         flat.extend(changes)
-    states = Counter(j.state for j in snapshot.jobs)
-    by_state = {(state.lower() or "unknown"): n for state, n in states.items()}
-    return CyclePlan(
-        changes=tuple(flat[:budget]),
-        deferred=deferred + max(0, len(flat) - budget),
-        forget=tuple(forget),
-        in_scope=len(scoped),
-        ranked=count,
-        starts=len(decisions.starts),
-        notes=tuple(notes),
-        jobs_by_state=by_state,
-        refused=tuple(refused),
-    )
+    return flat[:budget], deferred + max(0, len(flat) - budget)
 
 
 def _after(entry: Touched | None, changes: Iterable[Change], name: str) -> Value:

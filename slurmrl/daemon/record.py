@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,9 @@ class Touched:
         )
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        # Every field is a str, number, bool, None or a tuple of str: a shallow copy is
+        # enough (dataclasses.asdict deep-copies, which a 10,000-job record pays per save).
+        d = {name: getattr(self, name) for name in _FIELDS}
         d["nodes"] = list(self.nodes) if self.nodes is not None else None
         d["orig_nodes"] = list(self.orig_nodes)
         d["unsure"] = list(self.unsure)
@@ -98,12 +100,17 @@ class Touched:
         return Touched(**known)
 
 
+_FIELDS = tuple(Touched.__dataclass_fields__)
+
+
 class Record:
     """Job id -> :class:`Touched`, plus the cycle counter; saved as one JSON file."""
 
     def __init__(self, jobs: dict[str, Touched] | None = None, cycle: int = 0) -> None:
         self.jobs: dict[str, Touched] = dict(jobs or {})
         self.cycle = cycle
+        # Job id -> (entry, its JSON): entries are frozen, so a save encodes only the new ones.
+        self._encoded: dict[str, tuple[Touched, str]] = {}
 
     def get(self, job_id: str) -> Touched | None:
         return self.jobs.get(job_id)
@@ -130,14 +137,30 @@ class Record:
             "jobs": {k: v.to_json() for k, v in sorted(self.jobs.items())},
         }
 
+    def to_text(self) -> str:
+        """The record as JSON, one job a line. The daemon saves it before every update, so
+        each entry is encoded once (entries are frozen) and a save of a 10,000-job record
+        mostly joins lines already made."""
+        lines = [self._line(job_id, entry) for job_id, entry in sorted(self.jobs.items())]
+        self._encoded = {k: v for k, v in self._encoded.items() if k in self.jobs}
+        head = f'{{"format": {FORMAT}, "cycle": {int(self.cycle)}, "jobs": {{'
+        return f"{head}\n" + ",\n".join(lines) + "\n}}\n" if lines else f"{head}}}}}\n"
+
+    def _line(self, job_id: str, entry: Touched) -> str:
+        cached = self._encoded.get(job_id)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        line = f" {json.dumps(job_id)}: {json.dumps(entry.to_json())}"
+        self._encoded[job_id] = (entry, line)
+        return line
+
     def save(self, path: str | Path) -> None:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.to_json(), fh, indent=1)
-                fh.write("\n")
+                fh.write(self.to_text())
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, target)

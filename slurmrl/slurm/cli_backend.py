@@ -26,7 +26,14 @@ from slurmrl.slurm.backend import (
 from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.parse_json import parse_nodes_json, parse_squeue_json
 from slurmrl.slurm.parse_text import parse_scontrol_jobs, parse_scontrol_nodes
-from slurmrl.slurm.run import CommandResult, call
+from slurmrl.slurm.run import (
+    CommandResult,
+    ControllerUnreachable,
+    MungeError,
+    PartlyRefused,
+    RateLimited,
+    call,
+)
 from slurmrl.slurm.snapshot import Snapshot
 
 Runner = Callable[..., CommandResult]
@@ -121,7 +128,15 @@ class CliBackend:
         says only that *some* ids were refused: the caller retries them one by
         one to learn which.
         """
-        self._call("scontrol", "update", f"JobId={check_job_ids(job_ids)}", setting(name, value))
+        try:
+            self._call("scontrol", "update", f"JobId={check_job_ids(job_ids)}", setting(name, value))
+        except (RateLimited, ControllerUnreachable, MungeError):
+            raise  # the rest of the list may not have been sent
+        except SlurmError as exc:
+            named = refused_ids(exc.stderr, job_ids)
+            if named is None:
+                raise
+            raise PartlyRefused(exc.format(), named) from None
 
     def set_site_factor(self, job_id: str, value: int) -> None:
         self._update(job_id, setting("site_factor", value))
@@ -165,6 +180,23 @@ class CliBackend:
 
     def set_admin_comment(self, job_id: str, text: str) -> None:
         self._update(job_id, setting("admin_comment", text))
+
+
+_REFUSED = re.compile(r"^.+ for job (\S+)$")
+
+
+def refused_ids(stderr: str, job_ids: Sequence[str]) -> tuple[str, ...] | None:
+    """The ids scontrol names as refused (``<error> for job <id>``, one line each:
+    scontrol_update_job in src/scontrol/update_job.c, 22.05 and 24.11), or None when any
+    line says something else: then nothing is known of the other ids."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    named: list[str] = []
+    for line in lines:
+        m = _REFUSED.match(line)
+        if m is None or m.group(1) not in job_ids:
+            return None
+        named.append(m.group(1))
+    return tuple(named) if named else None
 
 
 def setting(name: str, value: object) -> str:

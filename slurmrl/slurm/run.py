@@ -49,6 +49,15 @@ class CommandFailed(SlurmError):
     """A Slurm command failed for a reason not recognised above."""
 
 
+class PartlyRefused(SlurmError):
+    """A list update (``scontrol update JobId=a,b,c``) that Slurm refused for the named ids
+    only: scontrol went on past each and named it, so the others took the value."""
+
+    def __init__(self, message: str, refused: tuple[str, ...], **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.refused = refused
+
+
 @dataclass(frozen=True, slots=True)
 class CommandResult:
     cmd: tuple[str, ...]
@@ -128,10 +137,13 @@ def classify(cmd: Sequence[str], returncode: int, stderr: str) -> SlurmError:
     low = text.lower()
     shown = " ".join(cmd)
     last = text.splitlines()[-1] if text else "(no error output)"
+    err: SlurmError = CommandFailed(f"'{shown}' failed (exit {returncode}): {last}")
     for cls, fragments, hint in _PATTERNS:
         if any(f in low for f in fragments):
-            return cls(f"'{shown}' failed (exit {returncode}): {last}", hint=hint)
-    return CommandFailed(f"'{shown}' failed (exit {returncode}): {last}")
+            err = cls(f"'{shown}' failed (exit {returncode}): {last}", hint=hint)
+            break
+    err.stderr = text
+    return err
 
 
 def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | None = None) -> CommandResult:

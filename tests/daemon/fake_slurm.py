@@ -67,6 +67,7 @@ def running(job_id: str, node: str, gpus: Sequence[int], submit: float = 0.0) ->
 # update_many field -> (SlurmJob attribute, value as the job shows it)
 _BATCH_FIELDS = {
     "site_factor": ("site_factor", lambda v: v),
+    "priority": ("priority", lambda v: v),
     "nodes": ("required_nodes", lambda v: tuple(v or ())),
     "prefer": ("prefer", lambda v: v or ""),
     "admin_comment": ("admin_comment", lambda v: v or ""),
@@ -216,10 +217,15 @@ class FakeSlurm:
         for jid in job_ids:
             if jid in self.jobs:
                 self.jobs[jid] = replace(self.jobs[jid], **{attr: conv(value)})
+                if name == "priority":
+                    self.nice.pop(jid, None)  # as Slurm: an explicit priority clears nice
         if bad:
-            raise JobNotFound(
+            from slurmrl.slurm.run import PartlyRefused
+
+            raise PartlyRefused(
                 f"'scontrol update JobId={','.join(job_ids)}' failed (exit 1): "
-                f"Invalid job id specified for job {bad[-1]}"
+                f"Invalid job id specified for job {bad[-1]}",
+                tuple(bad),
             )
 
     def set_nice(self, job_id: str, value: int) -> None:

@@ -66,7 +66,9 @@ def test_defaults_types_and_relative_paths(tmp_path: Path) -> None:
     assert cfg.interval == 10.0 and isinstance(cfg.interval, float)
     assert cfg.state_file == str(tmp_path / "s.json")
     assert cfg.slurm.conf == str(tmp_path / "etc" / "slurm.conf")
-    assert cfg.scope.partitions == ("gpu",) and cfg.mode == "site_factor" and cfg.max_changes_per_cycle == 200
+    assert (
+        cfg.scope.partitions == ("gpu",) and cfg.mode == "site_factor" and cfg.max_changes_per_cycle == 20_000
+    )
     assert cfg.policy_label == "fifo-backfill+topology"
     with pytest.raises(AttributeError):
         cfg.interval = 5  # type: ignore[misc]

@@ -333,3 +333,23 @@ def test_every_learned_policy_runs_in_the_daemon_by_name(tmp_path: Path, name: s
     pinned = {job for _, job, _ in fake.writes("set_required_nodes")}
     assert pinned and pinned <= {"11", "12", "13"}  # free GPUs on three nodes: something starts
     assert all(f"policy={name}" in fake.jobs[j].admin_comment for j in pinned)
+
+
+def test_the_cycle_stages_each_do_one_thing(tmp_path: Path) -> None:
+    jobs = full_cluster() + [
+        pending("1", 8, NOW - 300),
+        pending("2", 8, NOW - 200, comment="slurmrl=off"),
+        pending("3", 8, NOW - 100),
+    ]
+    d, fake = make(tmp_path, jobs)
+    snapshot, factors = d.read()  # read
+    scoped = d.scope(snapshot)  # scope: the opted-out job is not the daemon's
+    assert sorted(scoped) == ["1", "3"]
+    view = d.view(snapshot, scoped)  # view: what the policy sees
+    assert sorted(j.job_id for j in view.pending) == ["1", "3"]
+    plan, decisions, _ = d.decide(snapshot, factors)  # decide + plan: nothing sent yet
+    assert list(decisions.order[:2]) == ["1", "3"] and plan.changes and fake.writes() == []
+    result = d.send(d.record.cycle + 1, plan)  # batch + send + confirm
+    assert len(result.sent) == len(plan.changes) and result.calls <= len(plan.changes)
+    assert d.record.cycle == 1 and Record.load(tmp_path / "state.json").cycle == 1
+    assert fake.jobs["1"].site_factor == 1000 and not fake.jobs["3"].site_factor  # last rank: 0, unsent
