@@ -12,6 +12,7 @@ from slurmrl.errors import SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
+from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, LIMIT_MODELS
 from slurmrl.sim.locality import Locality, parse_locality
 from slurmrl.traces.load import FORMATS
 
@@ -100,6 +101,16 @@ def workload_options(f: Callable) -> Callable:
             default=0,
             show_default=True,
             help="Seed for model assignment and time-limit estimates.",
+        ),
+        click.option(
+            "--limits",
+            "limit_model",
+            type=click.Choice(LIMIT_MODELS),
+            default=DEFAULT_LIMIT_MODEL,
+            show_default=True,
+            help="Time limits for jobs the trace gives none: user (as users write them: round "
+            "values, a share at the 7-day maximum, large over- and some under-estimates) or "
+            "lognormal (duration x a log-normal factor, a far better hint than users give).",
         ),
         click.option(
             "--skip-bad",
@@ -200,6 +211,7 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         max_gpus=opts.get("max_gpus"),
         limit=opts.get("limit"),
         trace_format=opts.get("trace_format", "auto"),
+        limit_model=opts.get("limit_model", DEFAULT_LIMIT_MODEL),
     )
     if workload.trace.skipped:
         reasons = "; ".join(workload.trace.skip_reasons[:3])
@@ -219,6 +231,8 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
     """The line printed above results: what ran, at what load, and anything non-default."""
     scale = "" if workload.arrival_scale == 1.0 else f", arrivals x{workload.arrival_scale:.3g}"
     flags = f"; speed model {settings.speed_model}, locality {settings.locality}"
+    if workload.time_limits != DEFAULT_LIMIT_MODEL:
+        flags += f", time limits {workload.time_limits}"
     if settings.enforce_limits:
         flags += ", time limits enforced"
     if settings.elastic.on:

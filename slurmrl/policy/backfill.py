@@ -40,8 +40,8 @@ BF_MAX_JOB_TEST = 500
 # main scheduler (strict priority order) runs at every job submit and end
 # (slurm.conf(5), SchedulerParameters; sched/backfill documentation).
 BF_INTERVAL = 30.0
-# Limit assumed for a job that has none: the longest limit the time-limit
-# model hands out (slurmrl.sim.time_limits.MAX_LIMIT), a typical MaxTime.
+# Limit assumed for a job that has none: the partition maximum the time-limit
+# models hand out (slurmrl.sim.user_limits.MAX_LIMIT), a typical MaxTime.
 DEFAULT_TIME_LIMIT = 7 * 86400.0
 # Placement attempts for the head job's reservation before giving up on it
 # for this pass (bounds the cost when a GPU-type constraint keeps it unplaceable).

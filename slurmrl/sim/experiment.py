@@ -21,6 +21,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
+from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, check_limit_model, limit_source, seed_time_limits
 from slurmrl.sim.locality import Locality
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -46,6 +47,9 @@ class Workload:
     # submitted before ``handover``; only the later ones are measured.
     handover: float | None = None
     warm_policy: str = ""
+    # Where the jobs' time limits come from: a model of slurmrl.sim.limit_models,
+    # or "trace" when the trace gave every job its own.
+    time_limits: str = DEFAULT_LIMIT_MODEL
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ def prepare(
     limit: int | None = None,
     time_limits: bool = True,
     trace_format: str = "auto",
+    limit_model: str = DEFAULT_LIMIT_MODEL,
 ) -> Workload:
     """Load, select, scale and check a workload.
 
@@ -150,6 +155,8 @@ def prepare(
     or by ``target_load`` (the scale that makes the offered load equal it).
     ``trace_format`` names the trace's format (see ``slurmrl.traces.FORMATS``)
     when its file name and first line do not tell.
+    Jobs without a time limit get one from ``limit_model`` (see
+    :mod:`slurmrl.sim.limit_models`) unless ``time_limits`` is False.
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.scenarios import get_scenario
@@ -159,6 +166,7 @@ def prepare(
         raise ConfigError("give --arrival-scale or --target-load, not both")
     if arrival_scale is not None and not arrival_scale > 0:
         raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
+    check_limit_model(limit_model)
     label = trace or DEFAULT_TRACE
     handover: float | None = None
     warm = ""
@@ -198,13 +206,14 @@ def prepare(
     if first_measured is not None:
         # The hand-over is the first measured job's arrival, on the (possibly scaled) timeline.
         handover = chosen.jobs[first_measured].submit_time
+    source = limit_source(chosen, limit_model)
     if time_limits:
-        from slurmrl.sim.time_limits import with_time_limits
-
-        chosen = with_time_limits(chosen, seed)
+        chosen = seed_time_limits(chosen, seed, limit_model)
     load = offered_load(chosen, the_cluster)
     reference = sc.reference_gpu if scenario is not None else ""
-    return Workload(chosen, the_cluster, label, factor, load, seed, target_load, reference, handover, warm)
+    return Workload(
+        chosen, the_cluster, label, factor, load, seed, target_load, reference, handover, warm, source
+    )
 
 
 def run_policy(
@@ -276,7 +285,7 @@ def save_run(out: str | Path, result: RunOutput) -> None:
 
 
 def workload_meta(workload: Workload) -> dict[str, object]:
-    """How the workload's timeline was set: scale, the target it met (if any), the load it gives."""
+    """How the workload's timeline was set (scale, the target it met if any, the load it gives) and where its limits come from."""
     meta: dict[str, object] = {"arrival_scale": round(workload.arrival_scale, 6)}
     if workload.handover is not None:
         meta["handover"] = workload.handover
@@ -284,4 +293,5 @@ def workload_meta(workload: Workload) -> dict[str, object]:
     if workload.target_load is not None:
         meta["target_load"] = workload.target_load
     meta["offered_load"] = round(workload.offered_load, 6)
+    meta["time_limits"] = workload.time_limits
     return meta

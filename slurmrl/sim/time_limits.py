@@ -1,4 +1,8 @@
-"""A model of the time limits users ask for, for traces that record none.
+"""The ``lognormal`` time-limit model (``--limits lognormal``), for traces that record none.
+
+Kept to reproduce earlier results: its limits rank jobs almost as their true
+durations do (Spearman 0.88 on philly-sample), a far better hint than real
+users give; the default is :mod:`slurmrl.sim.user_limits`.
 
 Backfill decides on time limits, not on true durations, so replaying a trace
 without limits needs plausible ones. What is known of real requests:

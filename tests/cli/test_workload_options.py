@@ -96,6 +96,8 @@ def test_every_setting_is_recorded_in_summary_json_and_json_output(tmp_path: Pat
         "v100",
         "--arrival-scale",
         "1.5",
+        "--limits",
+        "lognormal",
     ]
     printed = json.loads(_ok("simulate", *SMALL, *settings, "--json", "--out", str(tmp_path)).output)
     saved = json.loads((tmp_path / "summary.json").read_text())
@@ -109,6 +111,7 @@ def test_every_setting_is_recorded_in_summary_json_and_json_output(tmp_path: Pat
         assert meta["reference_gpu"] == "v100"
         assert meta["arrival_scale"] == 1.5
         assert meta["offered_load"] > 0
+        assert meta["time_limits"] == "lognormal"
 
 
 def test_defaults_are_recorded_too() -> None:
@@ -120,6 +123,25 @@ def test_defaults_are_recorded_too() -> None:
         False,
     )
     assert meta["arrival_scale"] == 1.0
+    assert meta["time_limits"] == "user"
+
+
+def test_limits_option_picks_the_model_and_marks_the_header() -> None:
+    user = _ok("simulate", *SMALL, "--policy", "fifo-backfill", "--json").output
+    older = _ok("simulate", *SMALL, "--policy", "fifo-backfill", "--limits", "lognormal").output
+    assert "time limits lognormal" in older
+    assert json.loads(user)["meta"]["time_limits"] == "user"
+    message = _one_line_error(_invoke("simulate", *SMALL, "--limits", "exact"))
+    assert "--limits" in message and "exact" in message
+
+
+def test_scenario_list_prints_the_limits_spearman() -> None:
+    listed = _ok("scenarios").output
+    line = next(row for row in listed.splitlines() if "11386 jobs" in row)
+    assert "limits (user) vs durations Spearman 0.4" in line
+    older = _ok("scenarios", "--limits", "lognormal").output
+    line = next(row for row in older.splitlines() if "11386 jobs" in row)
+    assert "limits (lognormal) vs durations Spearman 0.8" in line
 
 
 def test_revealed_models_are_marked_in_the_printed_header() -> None:
