@@ -98,6 +98,7 @@ def learned_summary(rows: list[Row]) -> list[str]:
             f"| {r.policy} | {r.avg_jct:,.0f} | {pct(r.avg_jct, best.avg_jct)} | {r.makespan:,.0f} | "
             f"{pct(r.makespan, best.makespan)} | {r.ftf_rho_max:.2f} | {pct(r.ftf_rho_max, best.ftf_rho_max)} |"
         )
+    out += ["", *gap_lines(rows, learned, best)]
     if len(learned) > 1:
         jct = statistics.fmean(r.avg_jct for r in learned)
         mk = statistics.fmean(r.makespan for r in learned)
@@ -107,6 +108,34 @@ def learned_summary(rows: list[Row]) -> list[str]:
             f"{pct(mk, best.makespan)} | {ftf:.2f} | {pct(ftf, best.ftf_rho_max)} |"
         )
     return out
+
+
+def gap_lines(rows: list[Row], learned: list[Row], best: Row) -> list[str]:
+    """Gap closure (slurmrl.report.gap.closure) of each learned row against both clairvoyant references."""
+    from slurmrl.report.gap import closure
+
+    out = []
+    for ref_name in ("srtf-oracle", "sjf-oracle"):
+        refs = [r for r in rows if r.policy == ref_name]
+        if not refs:
+            continue
+        ref = min(refs, key=lambda r: r.avg_jct)
+        headroom = (best.avg_jct - ref.avg_jct) / best.avg_jct
+        for r in learned:
+            gap = closure(best.avg_jct, ref.avg_jct, r.avg_jct)
+            out.append(
+                f"gap closure of {r.policy} against {ref_name} ({ref.avg_jct:,.0f} s; headroom "
+                f"{100 * headroom:.1f}% of H): {100 * gap:+.1f}%"
+            )
+    return out
+
+
+def merged(rows: list[Row]) -> list[Row]:
+    """One row per policy and placement: the simulator is deterministic, so repeats are the same run."""
+    seen: dict[tuple[str, str], Row] = {}
+    for r in rows:
+        seen.setdefault((r.policy, r.placement), r)
+    return list(seen.values())
 
 
 def main() -> None:
@@ -123,6 +152,7 @@ def main() -> None:
         workload, rows = load_rows(folder)
         weeks.setdefault(workload, []).extend(rows)
     for workload, rows in weeks.items():
+        rows = merged(rows)
         print(f"### {workload}\n")
         print("\n".join(table(rows)))
         print()

@@ -43,6 +43,8 @@ class TrainRequest:
     warm_policy: str | None = None
     warm_jobs: int | None = None
     wall_limit: float | None = None
+    lead: str | None = None
+    validate: str | None = None
 
 
 def _given(**values: object) -> dict[str, object]:
@@ -50,11 +52,21 @@ def _given(**values: object) -> dict[str, object]:
 
 
 def train_topdrl(req: TrainRequest) -> None:
-    """PPO on ``topdrl-philly-v1`` episodes (warm-started, makespan-aware reward), gamma near 1, target KL."""
+    """PPO on ``topdrl-philly-v1`` episodes (warm-started, makespan-aware reward), gamma near 1, target KL.
+
+    With ``--lead`` the episodes are ``topdrl-philly-v2``'s: the window follows that
+    heuristic (a zero network output replays it), rewards are paired with its own
+    replay of the same jobs, the critic is a network of its own, and the greedy
+    policy is replayed on ``--validate`` (default ``philly-512-week2-val``) to keep
+    the best weights in ``OUT/best``.
+    """
     from slurmrl.rl.ppo import PPOConfig
     from slurmrl.rl.ppo import train as run_training
 
-    overrides = {"scenarios": req.scenarios}
+    led = bool(req.lead)
+    overrides: dict[str, object] = {"scenarios": req.scenarios}
+    if led:
+        overrides["lead"] = req.lead
     overrides |= _given(
         episode_jobs=req.episode_jobs,
         reward=req.reward,
@@ -63,7 +75,7 @@ def train_topdrl(req: TrainRequest) -> None:
         warm_jobs=req.warm_jobs,
     )
     cfg = PPOConfig(
-        env="topdrl-philly-v1",
+        env="topdrl-philly-v2" if led else "topdrl-philly-v1",
         env_overrides=overrides,
         total_steps=req.steps,
         num_envs=req.workers,
@@ -78,8 +90,11 @@ def train_topdrl(req: TrainRequest) -> None:
         # `slurmrl evaluate --policy DIR --scenario philly-512-week2` measures it after.
         eval_every=0,
         wall_limit_s=req.wall_limit or 0.0,
+        separate_critic=led,
+        validate_every=15,
+        validate=(req.validate or "philly-512-week2-val") if led else (req.validate or ""),
     )
-    result = run_training(cfg, req.out, resume=req.resume, progress=req.progress)
+    result = run_training(cfg, req.out, resume=req.resume, progress=req.progress, log=click.echo)
     click.echo(
         f"trained {result.updates} updates, {result.steps} decisions in {result.wall_seconds:.0f} s wall, "
         f"{result.cpu_seconds:.0f} s CPU; checkpoint in {result.out}"
@@ -221,6 +236,16 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 @click.option("--warm-jobs", type=int, default=None, help="Jobs the warm-start heuristic replays first.")
 @click.option(
     "--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds."
+)
+@click.option(
+    "--lead",
+    default=None,
+    help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation).",
+)
+@click.option(
+    "--validate",
+    default=None,
+    help="topdrl: a training-side scenario the greedy policy is replayed on to keep the best weights.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

@@ -90,6 +90,11 @@ class EnvConfig:
     warm_jobs: int = 0
     # "jct" reward: weight of the elapsed-time (makespan) term beside the waiting area.
     makespan_weight: float = 0.0
+    # A deployable heuristic leading the agent's picks ("" = the plain window):
+    # episodes run in slurmrl.rl.led_env.LedSchedEnv, checkpoints name it.
+    lead: str = ""
+    # Led episodes only: subtract the lead's own replay of the same jobs (paired baseline).
+    paired: bool = False
 
 
 def _warm_policy(name: str) -> Policy:
@@ -327,9 +332,22 @@ V1 = EnvConfig(
     makespan_weight=0.005,
 )
 
+# v2: led by srtf-limit, the best deployable heuristic on the training weeks
+# (avg JCT on philly-512-week1 and week2, every ordering with topology placement:
+# see policies/topdrl-philly/card.md), rewards paired with srtf-limit's own replay
+# of the same jobs; week 2's last three days (philly-512-week2-val) are left out
+# of training to choose the checkpoint on.
+V2 = replace(
+    V1,
+    scenarios=("philly-512-week1", "philly-512-week2-head"),
+    lead="srtf-limit",
+    paired=True,
+)
+
 ENVS: dict[str, EnvConfig] = {
     "topdrl-philly-v0": EnvConfig(),
     "topdrl-philly-v1": V1,
+    "topdrl-philly-v2": V2,
     "topdrl-philly-throughput-v0": EnvConfig(reward="throughput"),
     "topdrl-philly-makespan-v0": EnvConfig(reward="makespan"),
 }
@@ -350,8 +368,20 @@ def env_config(name: str, **overrides: Any) -> EnvConfig:
 
 
 def make_env(name: str, *, workloads: Sequence[Workload] | None = None, **overrides: Any) -> SchedEnv:
-    """A registered environment by name; keyword overrides replace :class:`EnvConfig` fields."""
-    return SchedEnv(env_config(name, **overrides), workloads=workloads)
+    """A registered environment by name; keyword overrides replace :class:`EnvConfig` fields.
+
+    A config with a ``lead`` gives the led environment (:mod:`slurmrl.rl.led_env`).
+    """
+    return build_env(env_config(name, **overrides), workloads=workloads)
+
+
+def build_env(cfg: EnvConfig, *, workloads: Sequence[Workload] | None = None) -> SchedEnv:
+    """The environment a config describes: led when it names a ``lead``."""
+    if cfg.lead:
+        from slurmrl.rl.led_env import LedSchedEnv
+
+        return LedSchedEnv(cfg, workloads=workloads)
+    return SchedEnv(cfg, workloads=workloads)
 
 
 def trace_workload(trace: Trace, cluster_spec: str, *, seed: int = 0) -> Workload:

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from slurmrl.errors import ConfigError
-from slurmrl.rl.env import EnvConfig, SchedEnv, env_config
+from slurmrl.rl.env import EnvConfig, build_env, env_config
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.network import TopDRLNet, masked_logits
 from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
@@ -84,6 +84,16 @@ class PPOConfig:
     # Stop after the update that takes the run's wall time past this many seconds
     # (0 = never): the learning-rate schedule still assumes ``total_steps``.
     wall_limit_s: float = 0.0
+    # A critic of its own (a second network; only its value head is read), trained
+    # with its own optimiser and gradient clipping, so the value loss, large while
+    # returns are being learned, never crowds the policy gradient out of the
+    # shared clipping budget. The actor's own value head is then unused.
+    separate_critic: bool = False
+    # A scenario of the training side ("" = none) on which the greedy policy is
+    # replayed at the start and every ``validate_every`` updates; the best replay's
+    # weights are kept in ``out/best`` (the checkpoint to ship).
+    validate: str = ""
+    validate_every: int = 10
 
     @property
     def batch_size(self) -> int:
@@ -107,7 +117,7 @@ class TrainResult:
 def _env_fn(cfg: EnvConfig, workloads: Sequence[Workload] | None) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         torch.set_num_threads(1)
-        return SchedEnv(cfg, workloads=workloads)
+        return build_env(cfg, workloads=workloads)
 
     return make
 
@@ -128,9 +138,28 @@ def _to_torch(obs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.as_tensor(v) for k, v in obs.items()}
 
 
-def _policy_out(net: TopDRLNet, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def _policy_out(
+    net: TopDRLNet, obs: dict[str, torch.Tensor], critic: TopDRLNet | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked logits (plus a led environment's ``prior``) and values, from ``critic`` when there is one."""
     logits, value = net(obs["jobs"], obs["cluster"], obs["globals"])
+    if "prior" in obs:
+        logits = logits + obs["prior"]
+    if critic is not None:
+        _, value = critic(obs["jobs"], obs["cluster"], obs["globals"])
     return masked_logits(logits, obs["mask"].bool()), value
+
+
+def zero_logit_heads(net: TopDRLNet) -> None:
+    """Zero the layers giving the logits: the network outputs 0, so a led policy starts as its lead.
+
+    Gradients still reach them (their inputs are not zero), so learning moves
+    the policy away from the heuristic only where the returns say so.
+    """
+    with torch.no_grad():
+        for layer in (net.score[-1], net.wait[-1]):
+            layer.weight.zero_()
+            layer.bias.zero_()
 
 
 def held_out_workload(
@@ -161,7 +190,9 @@ def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> floa
     from slurmrl.policy.placement.topology import Topology
     from slurmrl.sim.experiment import run_policy
 
-    policy = TopDRLPolicy.from_net(net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait)
+    policy = TopDRLPolicy.from_net(
+        net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
+    )
     return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
 
 
@@ -203,6 +234,7 @@ def collect_rollout(
     next_obs: dict[str, torch.Tensor],
     running_return: np.ndarray,
     num_steps: int,
+    critic: TopDRLNet | None = None,
 ) -> Rollout:
     """Step every environment ``num_steps`` times with actions sampled from ``net``.
 
@@ -227,7 +259,7 @@ def collect_rollout(
         for k in obs_buf:
             obs_buf[k][step] = next_obs[k]
         with torch.no_grad():
-            logits, value = _policy_out(net, next_obs)
+            logits, value = _policy_out(net, next_obs, critic)
             dist = torch.distributions.Categorical(logits=logits)
             action = dist.sample()
         actions[step] = action
@@ -243,7 +275,7 @@ def collect_rollout(
         if len(cut):
             final_obs = _stack_obs([infos["final_obs"][i] for i in cut])
             with torch.no_grad():
-                _, v_final = _policy_out(net, final_obs)
+                _, v_final = _policy_out(net, final_obs, critic)
             final_values[step, torch.as_tensor(cut)] = v_final.float()
         next_obs = _to_torch(obs)
         running += reward
@@ -394,14 +426,22 @@ class UpdateTally:
         cfg: LossWeights,
         approx_kl: torch.Tensor,
         clip_fraction: torch.Tensor,
+        critic: tuple[nn.Module, torch.optim.Optimizer] | None = None,
     ) -> None:
-        """One gradient step on ``pg + vf_coef * value - ent_coef * entropy``, its figures recorded."""
+        """One gradient step on ``pg + vf_coef * value - ent_coef * entropy``, its figures recorded.
+
+        With a separate ``critic`` (network, optimiser) each network's gradient is
+        clipped to ``max_grad_norm`` on its own.
+        """
         pg, vl, ent = losses
         loss = pg + cfg.vf_coef * vl - cfg.ent_coef * ent
-        opt.zero_grad()
+        pairs = [(net, opt)] + ([critic] if critic is not None else [])
+        for _, o in pairs:
+            o.zero_grad()
         loss.backward()
-        nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-        opt.step()
+        for module, o in pairs:
+            nn.utils.clip_grad_norm_(module.parameters(), cfg.max_grad_norm)
+            o.step()
         self.kls.append(float(approx_kl))
         self.clip += float(clip_fraction)
         self.pg += float(pg.detach())
@@ -440,7 +480,13 @@ def kl_exceeded(approx_kl: float, target_kl: float | None) -> bool:
 
 
 def ppo_update(
-    net: TopDRLNet, opt: torch.optim.Optimizer, batch: Batch, cfg: PPOConfig, *, shuffle_seed: int = 0
+    net: TopDRLNet,
+    opt: torch.optim.Optimizer,
+    batch: Batch,
+    cfg: PPOConfig,
+    *,
+    shuffle_seed: int = 0,
+    critic: tuple[TopDRLNet, torch.optim.Optimizer] | None = None,
 ) -> UpdateStats:
     """Clipped-objective epochs over shuffled minibatches (Schulman et al., 2017).
 
@@ -457,7 +503,9 @@ def ppo_update(
         np.random.default_rng(shuffle_seed).shuffle(idx)
         for lo in range(0, size, mb):
             sel = torch.as_tensor(idx[lo : lo + mb])
-            logits, value = _policy_out(net, {k: v[sel] for k, v in batch.obs.items()})
+            logits, value = _policy_out(
+                net, {k: v[sel] for k, v in batch.obs.items()}, critic[0] if critic else None
+            )
             dist = torch.distributions.Categorical(logits=logits)
             logp = dist.log_prob(batch.actions[sel])
             log_ratio = logp - batch.logprobs[sel]
@@ -473,7 +521,7 @@ def ppo_update(
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - log_ratio).mean()
                 clipped = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
-            tally.step(net, opt, (pg, vl, ent), cfg, approx_kl, clipped)
+            tally.step(net, opt, (pg, vl, ent), cfg, approx_kl, clipped, critic)
         if tally.end_epoch(cfg.target_kl):
             break
     return tally.stats(batch.values, batch.returns)
@@ -497,7 +545,9 @@ LOG_FIELDS = (
     "explained_variance",
     "epochs",
     "eval_avg_jct",
+    "val_avg_jct",
 )
+BEST = "best"
 
 
 def _round(x: float, digits: int) -> float | str:
@@ -533,13 +583,21 @@ def train(
     torch.set_num_threads(1)
     envs = _vector(cfg, env_cfg, workloads)
     net = new_network(env_cfg.obs, hidden=cfg.hidden, conv=cfg.conv)
+    if env_cfg.lead:
+        zero_logit_heads(net)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    critic = _critic(cfg, env_cfg)
     start_update, steps_done, wall_before, cpu_before = 0, 0, 0.0, 0.0
+    best_val = math.inf
     if resume:
         _, loaded = load_checkpoint(out)
         net.load_state_dict(loaded.state_dict())
         state = torch.load(out / STATE, weights_only=True)
         opt.load_state_dict(state["optimizer"])
+        if critic is not None:
+            critic[0].load_state_dict(state["critic"])
+            critic[1].load_state_dict(state["critic_optimizer"])
+        best_val = float(state.get("best_val", math.inf))
         start_update = int(state["update"])
         steps_done = int(state["steps"])
         wall_before = float(state["wall"])
@@ -550,6 +608,9 @@ def train(
     eval_wl = (
         held_out_workload(env_cfg, workloads, cfg.eval_jobs, cfg.eval_compression) if cfg.eval_every else None
     )
+    val_wl = _validation_workload(cfg.validate, env_cfg.workload_seed)
+    if val_wl is not None and not resume:
+        best_val = _validate(out, net, env_cfg, val_wl, best_val, log)  # update 0: the lead itself
 
     # Each resumed segment reseeds from (seed, update) so a resumed run is reproducible too.
     obs, _ = envs.reset(seed=cfg.seed + 1000 * start_update)
@@ -577,11 +638,13 @@ def train(
         for update in range(start_update + 1, cfg.num_updates + 1):
             if cfg.anneal_lr:
                 frac = 1.0 - (update - 1) / cfg.num_updates
-                opt.param_groups[0]["lr"] = frac * cfg.learning_rate
-            rollout = collect_rollout(net, envs, next_obs, running_return, cfg.num_steps)
+                for o in [opt] + ([critic[1]] if critic else []):
+                    o.param_groups[0]["lr"] = frac * cfg.learning_rate
+            critic_net = critic[0] if critic else None
+            rollout = collect_rollout(net, envs, next_obs, running_return, cfg.num_steps, critic_net)
             next_obs, running_return = rollout.next_obs, rollout.running_return
             with torch.no_grad():
-                _, last_value = _policy_out(net, next_obs)
+                _, last_value = _policy_out(net, next_obs, critic_net)
             adv, returns = compute_advantages(
                 rollout.rewards,
                 rollout.values,
@@ -593,12 +656,28 @@ def train(
                 final_values=rollout.final_values,
             )
             stats = ppo_update(
-                net, opt, make_batch(rollout, adv, returns), cfg, shuffle_seed=cfg.seed + update
+                net,
+                opt,
+                make_batch(rollout, adv, returns),
+                cfg,
+                shuffle_seed=cfg.seed + update,
+                critic=critic,
             )
             steps_done += cfg.batch_size
             eval_jct = math.nan
             if eval_wl is not None and (update % cfg.eval_every == 0 or update == cfg.num_updates):
                 eval_jct = last_eval = evaluate_net(net, env_cfg, eval_wl)
+            val_jct = math.nan
+            stop = bool(cfg.wall_limit_s) and wall_before + time.perf_counter() - t0 >= cfg.wall_limit_s
+            if val_wl is not None and (update % cfg.validate_every == 0 or update == cfg.num_updates or stop):
+                val_jct = _replay(net, env_cfg, val_wl)
+                if val_jct < best_val:
+                    best_val = val_jct
+                    save_checkpoint(
+                        out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
+                    )
+                if log is not None:
+                    log(f"update {update}: validation avg JCT {val_jct:.0f} s (best {best_val:.0f} s)")
             wall = wall_before + time.perf_counter() - t0
             cpu = cpu_before + time.process_time() - c0
             ep_returns, ep_jcts = rollout.episode_returns, rollout.episode_jcts
@@ -619,15 +698,16 @@ def train(
                     "explained_variance": _round(stats.explained_variance, 4),
                     "epochs": stats.epochs,
                     "eval_avg_jct": _round(eval_jct, 1),
+                    "val_avg_jct": _round(val_jct, 1),
                 }
             )
             fh.flush()
             if log is not None and not math.isnan(eval_jct):
                 log(f"update {update}: eval avg JCT {eval_jct:.0f} s")
             if update % cfg.checkpoint_every == 0 or update == cfg.num_updates:
-                _save(out, net, env_cfg, opt, update, steps_done, (wall, cpu), cfg)
+                _save(out, net, env_cfg, (opt, critic, best_val), update, steps_done, (wall, cpu), cfg)
             if cfg.wall_limit_s and wall >= cfg.wall_limit_s and update < cfg.num_updates:
-                _save(out, net, env_cfg, opt, update, steps_done, (wall, cpu), cfg)
+                _save(out, net, env_cfg, (opt, critic, best_val), update, steps_done, (wall, cpu), cfg)
                 break
             if bar is not None:
                 bar.update(1)
@@ -641,6 +721,57 @@ def train(
     wall = wall_before + time.perf_counter() - t0
     cpu = cpu_before + time.process_time() - c0
     return TrainResult(out, update, steps_done, wall, last_eval, cpu)
+
+
+def _critic(cfg: PPOConfig, env_cfg: EnvConfig) -> tuple[TopDRLNet, torch.optim.Optimizer] | None:
+    """The separate critic and its optimiser, when the config asks for one."""
+    if not cfg.separate_critic:
+        return None
+    critic = new_network(env_cfg.obs, hidden=cfg.hidden, conv=cfg.conv)
+    return critic, torch.optim.Adam(critic.parameters(), lr=cfg.learning_rate, eps=1e-5)
+
+
+def _validation_workload(name: str, seed: int) -> Workload | None:
+    """The validation scenario's workload; it must be a training-side one (never the held-out suite)."""
+    if not name:
+        return None
+    from slurmrl.scenarios import get_scenario
+    from slurmrl.sim.experiment import prepare
+
+    if get_scenario(name).role != "train":
+        raise ConfigError(
+            f"validation scenario '{name}' is not on the training side",
+            hint="validate on a scenario with role 'train' (see `slurmrl scenarios`)",
+        )
+    return prepare(scenario=name, seed=seed)
+
+
+def _replay(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> float:
+    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it."""
+    from slurmrl.policy.placement.topology import Topology
+    from slurmrl.sim.experiment import run_policy
+
+    policy = TopDRLPolicy.from_net(
+        net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
+    )
+    return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
+
+
+def _validate(
+    out: Path,
+    net: TopDRLNet,
+    env_cfg: EnvConfig,
+    workload: Workload,
+    best: float,
+    log: Callable[[str], None] | None,
+) -> float:
+    """Replay the validation window now; keep these weights in ``out/best`` if they beat ``best``."""
+    jct = _replay(net, env_cfg, workload)
+    if jct < best:
+        save_checkpoint(out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead)
+    if log is not None:
+        log(f"validation avg JCT {jct:.0f} s")
+    return min(jct, best)
 
 
 def _overrides_from_json(data: dict[str, object]) -> dict[str, object]:
@@ -664,7 +795,7 @@ def _save(
     out: Path,
     net: TopDRLNet,
     env_cfg: EnvConfig,
-    opt: torch.optim.Optimizer,
+    optimisers: tuple[torch.optim.Optimizer, tuple[TopDRLNet, torch.optim.Optimizer] | None, float],
     update: int,
     steps: int,
     times: tuple[float, float],
@@ -679,9 +810,19 @@ def _save(
         "seed": cfg.seed,
         "env": _env_dict(env_cfg),
     }
-    save_checkpoint(out, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, extra=extra)
+    save_checkpoint(out, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead, extra=extra)
+    opt, critic, best_val = optimisers
+    state: dict[str, object] = {
+        "optimizer": opt.state_dict(),
+        "update": update,
+        "steps": steps,
+        "wall": wall,
+        "cpu": cpu,
+        "best_val": best_val,
+    }
+    if critic is not None:
+        state["critic"] = critic[0].state_dict()
+        state["critic_optimizer"] = critic[1].state_dict()
     tmp = out / (STATE + ".tmp")
-    torch.save(
-        {"optimizer": opt.state_dict(), "update": update, "steps": steps, "wall": wall, "cpu": cpu}, tmp
-    )
+    torch.save(state, tmp)
     tmp.replace(out / STATE)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,9 +34,9 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
-from slurmrl.rl.features import Featurizer, ObsConfig
+from slurmrl.rl.features import Featurizer, ObsConfig, Observation
 from slurmrl.rl.inference import MASKED, pick
-from slurmrl.rl.lead import Led, led_decisions, propose
+from slurmrl.rl.lead import Led, Proposal, led_decisions, propose
 
 # Prior gap between consecutive ranks of a heuristic-led window (see the module docstring).
 LEAD_STEP = 1.0
@@ -132,43 +133,66 @@ class WindowPolicy(Led):
 
     def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
         """Picks over the lead heuristic's proposals (see the module docstring)."""
-        k = self.obs_config.window
         proposal = propose(lead, view)
         pool = proposal.pool
         began: list[tuple[JobView, Placement]] = []
         done: set[str] = set()
-        while True:
-            props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
-            others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
-            window = [j for j, _ in props] + others
-            if not window:
-                break
-            obs = feat.observe(
-                view,
-                pool,
-                window,
-                pending_count=len(view.pending) - len(began),
-                running_count=len(view.running) + len(began),
-                allow_wait=True,
-            )
-            placements = list(obs.placements)
-            mask = obs.mask.copy()
-            for i, (_, placement) in enumerate(props):
-                placements[i] = placement if pool.is_free(placement) else None
-                mask[i] = placements[i] is not None
-            mask[k] = True
-            logits = self._logits(obs.jobs, obs.cluster, obs.globals, mask) + lead_prior(len(props), k)
-            best = pick(np.where(mask, logits, np.float32(MASKED)))
-            chosen = placements[best] if best < len(window) else None
+        while (step := led_step(feat, view, proposal, pool, done)) is not None:
+            logits = self._logits(step.obs.jobs, step.obs.cluster, step.obs.globals, step.mask) + step.prior
+            best = pick(np.where(step.mask, logits, np.float32(MASKED)))
+            chosen = step.placements[best] if best < len(step.window) else None
             if chosen is None:
                 break  # stop: the rest waits for the next decision point
-            job = window[best]
+            job = step.window[best]
             pool.allocate(chosen)
             confirm_start(self.placement, job, chosen, view)
             feat.hold(job, chosen, view.now)
             began.append((job, chosen))
             done.add(job.job_id)
         return led_decisions(proposal, view, began)
+
+
+@dataclass(frozen=True)
+class LedStep:
+    """One pick of a heuristic-led pass: the window, its observation, and the prior the logits add to.
+
+    Built by :func:`led_step` for the deployed policy and the training
+    environment alike, so the agent trains on exactly the choice it makes
+    when deployed.
+    """
+
+    window: list[JobView]
+    obs: Observation
+    placements: list[Placement | None]  # proposals keep the heuristic's GPUs; others the placement's
+    mask: np.ndarray  # [K + 1] bool; "stop" (last) always allowed
+    prior: np.ndarray  # [K + 1] float32, :func:`lead_prior`
+
+
+def led_step(
+    feat: Featurizer, view: ClusterView, proposal: Proposal, pool: GpuPool, done: set[str]
+) -> LedStep | None:
+    """The next pick of a led pass, the jobs in ``done`` already started on ``pool``; None when none is left."""
+    k = feat.config.window
+    props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
+    others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
+    window = [j for j, _ in props] + others
+    if not window:
+        return None
+    obs = feat.observe(
+        view,
+        pool,
+        window,
+        pending_count=len(view.pending) - len(done),
+        running_count=len(view.running) + len(done),
+        allow_wait=True,
+    )
+    placements = list(obs.placements)
+    mask = obs.mask.copy()
+    for i, (_, placement) in enumerate(props):
+        placements[i] = placement if pool.is_free(placement) else None
+        mask[i] = placements[i] is not None
+    mask[k] = True
+    return LedStep(window, obs, placements, mask, lead_prior(len(props), k))
 
 
 def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:

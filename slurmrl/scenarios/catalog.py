@@ -208,6 +208,29 @@ _LIST = [
     ),
     _philly_week(1, "train"),
     _philly_week(2, "train"),
+    # Week 2 split for led training: its first four days train, its last
+    # three validate (a checkpoint is chosen there), taken over from the
+    # slurm replay of the days before them as the held-out warm scenario is.
+    Scenario(
+        "philly-512-week2-head",
+        "Philly week 2, days 7-11, on 512 V100 GPUs (RL training)",
+        PHILLY,
+        RL_CLUSTER,
+        WEEK,
+        WEEK + 4 * DAY,
+        role="train",
+    ),
+    Scenario(
+        "philly-512-week2-val",
+        "Philly week 2, days 11-14, on 512 V100 GPUs after days 7-11 under slurm (RL validation)",
+        PHILLY,
+        RL_CLUSTER,
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+    ),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
     # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace

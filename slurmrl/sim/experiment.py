@@ -179,7 +179,8 @@ def prepare(
         sc = get_scenario(scenario)
         trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
         if sc.warmup_start is not None and start is None:
-            start, handover, warm = sc.warmup_start, sc.start, sc.warm_policy
+            # select() rebases submit times to the window start: so is the hand-over.
+            start, handover, warm = sc.warmup_start, (sc.start or 0.0) - sc.warmup_start, sc.warm_policy
         start = sc.start if start is None else start
         end = sc.end if end is None else end
         vcs = vcs or sc.vcs

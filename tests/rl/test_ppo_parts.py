@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from slurmrl.errors import ConfigError
 from slurmrl.rl.env import EnvConfig, SchedEnv, trace_workload
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.netconfig import NetConfig
@@ -258,3 +259,39 @@ def test_the_clipped_surrogate_stops_pushing_past_the_clip() -> None:
     adv = torch.ones(3)
     loss = clipped_surrogate(ratio, adv, 0.2)
     np.testing.assert_allclose(loss.numpy(), [-0.5, -1.0, -1.2])
+
+
+# -- separate critic, prior, validation ----------------------------------------------
+
+
+def test_a_separate_critic_takes_the_value_loss_and_leaves_the_actor_value_head_alone() -> None:
+    torch.manual_seed(0)
+    actor, critic = TopDRLNet(NET), TopDRLNet(NET)
+    before = {k: v.clone() for k, v in actor.state_dict().items()}
+    critic_before = {k: v.clone() for k, v in critic.state_dict().items()}
+    batch = _batch(actor)
+    cfg = PPOConfig(update_epochs=1, num_minibatches=2, learning_rate=1e-2, max_grad_norm=1e-3)
+    opt = torch.optim.Adam(actor.parameters(), lr=cfg.learning_rate)
+    critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.learning_rate)
+    ppo_update(actor, opt, batch, cfg, critic=(critic, critic_opt))
+    after = actor.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("value."))
+    assert not torch.equal(before["score.2.weight"], after["score.2.weight"])
+    assert not torch.equal(critic_before["value.2.weight"], critic.state_dict()["value.2.weight"])
+
+
+def test_the_prior_adds_to_the_logits_before_the_mask() -> None:
+    torch.manual_seed(0)
+    net = TopDRLNet(NET)
+    obs = {k: v[:3] for k, v in _batch(net).obs.items()}
+    plain, _ = _policy_out(net, obs)
+    prior = torch.tensor([[0.0, -1.0, -2.0, -3.0, -4.0]] * 3)
+    led, _ = _policy_out(net, dict(obs, prior=prior))
+    assert torch.allclose(led, plain + prior)
+
+
+def test_validation_refuses_a_held_out_scenario() -> None:
+    from slurmrl.rl.ppo import _validation_workload
+
+    with pytest.raises(ConfigError, match="not on the training side"):
+        _validation_workload("philly-448-weeks3-4", 0)

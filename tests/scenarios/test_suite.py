@@ -106,3 +106,14 @@ def test_a_limit_that_keeps_only_warm_up_jobs_is_one_clear_error() -> None:
     result = CliRunner().invoke(main, ["simulate", "--scenario", "philly-448-weeks3-4-warm", "--limit", "50"])
     assert result.exit_code != 0 and "keeps no job after its warm-up window" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_warm_start_inside_the_trace_hands_over_on_the_rebased_timeline() -> None:
+    """Week 2's validation days: days 7-11 under slurm, then days 11-14 measured."""
+    wl = prepare(scenario="philly-512-week2-val", seed=0)
+    week2 = prepare(scenario="philly-512-week2", seed=0)
+    assert wl.handover is not None and wl.warm_policy == "slurm"
+    assert [j.job_id for j in wl.trace.jobs] == [j.job_id for j in week2.trace.jobs]
+    measured = [j for j in wl.trace.jobs if j.submit_time >= wl.handover]
+    assert 0 < len(measured) < len(wl.trace.jobs)
+    assert min(j.submit_time for j in measured) >= 4 * 86400
