@@ -211,6 +211,21 @@ def test_a_job_grown_to_more_nodes_gets_its_tasks_and_cpus_back(tmp_path: Path) 
     cancel([job])
 
 
+@pytest.mark.parametrize("request_nodes", [("--nodes=1-3",), ()], ids=["max-3", "no-N"])
+def test_a_grown_job_gets_its_node_minimum_and_maximum_back(
+    tmp_path: Path, request_nodes: tuple[str, ...]
+) -> None:
+    # From 23.02 a plain NumNodes=K sets the maximum to K too (verify_node_count), so the daemon
+    # writes the maximum out (K-M, or K-0 for none); the job must read back as submitted.
+    job = sbatch("-H", *request_nodes, "--gpus-per-node=8", "-t", "30", "--comment=gpus=8-16")
+    before = layout(job)["NumNodes"]
+    resize(tmp_path, job, ("node02", "node03"), 8)
+    assert layout(job)["NumNodes"].startswith("2"), layout(job)  # it was grown
+    give_back(tmp_path)
+    assert layout(job)["NumNodes"] == before
+    cancel([job])
+
+
 def test_a_job_with_one_rank_per_gpu_keeps_one_rank_per_gpu_and_gets_its_layout_back(tmp_path: Path) -> None:
     job = sbatch(
         "-H", "--nodes=1", "--ntasks-per-node=8", "--gpus-per-node=8", "-t", "30", "--comment=gpus=4-8"
