@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,9 @@ from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.slurm.snapshot import Snapshot
 
+REPO = Path(__file__).resolve().parents[1]
+TESTCLUSTER = REPO / "contrib" / "testcluster" / "testcluster"
+CLI = [sys.executable, "-c", "from slurmrl.cli import main; main()"]
 BINARIES = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "sprio", "sacctmgr", "sacct", "sshare")
 REAL = {name: shutil.which(name) or name for name in BINARIES}
 # Every job the live tests submitted, for the modules' clean-up.
@@ -156,6 +160,31 @@ ENDED = (
     "OUT_OF_MEMORY",
     "DEADLINE",
 )
+
+
+def clean_up(heal: bool = False) -> None:
+    """Cancel every job the tests submitted; with ``heal``, then clear GPUs slurmctld still
+    counts for jobs that are gone (a controller crash can leave them, see testcluster heal)."""
+    if SUBMITTED:
+        slurm("scancel", *SUBMITTED)
+    if heal:
+        time.sleep(2)
+        subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
+
+
+def start_daemon(cfg_path: Path) -> subprocess.Popen:
+    """``slurmrl daemon --config cfg_path`` in a child process, its output on one pipe."""
+    return subprocess.Popen(
+        [*CLI, "daemon", "--config", str(cfg_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def audit_lines(path: Path) -> list[dict]:
+    """The daemon's audit log, one record a line; none before the file exists."""
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def cancel(ids: list[str]) -> None:

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
 pytestmark = pytest.mark.slurm
-CLI = [sys.executable, "-c", "from slurmrl.cli import main; main()"]
 ACCOUNT = f"slurmrl-f{os.getpid()}"
 
 
@@ -42,22 +40,11 @@ def make_config(tmp: Path, **kw) -> DaemonConfig:
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
-    if live.SUBMITTED:
-        live.slurm("scancel", *live.SUBMITTED)
-
-
-def start(cfg_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, "daemon", "--config", str(cfg_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    live.clean_up()
 
 
 def audit_lines(tmp: Path) -> list[dict]:
-    path = tmp / "audit.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return live.audit_lines(tmp / "audit.jsonl")
 
 
 def clean(jid: str) -> bool:
@@ -73,7 +60,7 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
     cfg = make_config(tmp_path)
     cfg_path = tmp_path / "daemon.toml"
     live.write_toml(cfg_path, cfg)
-    proc = start(cfg_path)
+    proc = live.start_daemon(cfg_path)
     try:
         live.wait_for(
             lambda: any(r.get("kind") == "change" for r in audit_lines(tmp_path)), 30, "a first change"
@@ -86,7 +73,10 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
         assert set(touched) <= set(record), "a value in Slurm the record does not know"
         assert len(sent) < 2 * len(jobs)  # it was killed before the batch ended
         out = subprocess.run(
-            [*CLI, "daemon", "revert", "--config", str(cfg_path)], capture_output=True, text=True, timeout=120
+            [*live.CLI, "daemon", "revert", "--config", str(cfg_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 0, out.stdout + out.stderr
         assert [j for j in jobs if not clean(j)] == []
@@ -104,11 +94,14 @@ def test_sighup_reloads_the_config_and_a_second_daemon_is_refused(tmp_path: Path
     cfg = make_config(tmp_path)
     cfg_path = tmp_path / "daemon.toml"
     live.write_toml(cfg_path, cfg)
-    proc = start(cfg_path)
+    proc = live.start_daemon(cfg_path)
     try:
         live.wait_for(lambda: live.site(a) == 1000, 30, "the first changes")
         second = subprocess.run(
-            [*CLI, "daemon", "--once", "--config", str(cfg_path)], capture_output=True, text=True, timeout=60
+            [*live.CLI, "daemon", "--once", "--config", str(cfg_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert second.returncode != 0 and f"pid {proc.pid}" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1

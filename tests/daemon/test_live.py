@@ -20,7 +20,6 @@ from pathlib import Path
 import live_slurm  # loaded by tests/conftest.py
 import pytest
 from live_slurm import (
-    SUBMITTED,
     Released,
     StartOnFree,
     cancel,
@@ -38,8 +37,6 @@ from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
 pytestmark = pytest.mark.slurm
-REPO = Path(__file__).resolve().parents[2]
-TESTCLUSTER = REPO / "contrib" / "testcluster" / "testcluster"
 ACCOUNT = f"slurmrl-d{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 
@@ -51,11 +48,7 @@ def sbatch(*args: str, account: str = ACCOUNT) -> str:
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
-    if SUBMITTED:
-        live_slurm.slurm("scancel", *SUBMITTED)
-    # The controller-crash test can leave GPUs counted as used (see testcluster heal).
-    time.sleep(2)
-    subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
+    live_slurm.clean_up(heal=True)  # the controller-crash test can leave GPUs counted as used
 
 
 def make_config(tmp: Path, **kw) -> DaemonConfig:
@@ -138,23 +131,19 @@ def test_daemon_survives_a_controller_crash_and_reverts_on_sigterm(tmp_path: Pat
     audit = tmp_path / "audit.jsonl"
 
     def cycles() -> list[dict]:
-        if not audit.exists():
-            return []
-        return [r for r in map(json.loads, audit.read_text().splitlines()) if r.get("kind") == "cycle"]
+        return [r for r in live_slurm.audit_lines(audit) if r.get("kind") == "cycle"]
 
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from slurmrl.cli import main; main()", "daemon", "--config", str(cfg_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = live_slurm.start_daemon(cfg_path)
     try:
         # The factor and the note are separate updates, each recorded before it is sent.
         wait_for(lambda: site(a) == 1000, 30, "the daemon's first changes")
         wait_for(lambda: show(a)["AdminComment"].startswith("ticket 7 | slurmrl: sf=1000"), 30, "the note")
         before = len(cycles())
         subprocess.run(
-            [str(TESTCLUSTER), "restart-controller", "--kill"], check=True, timeout=90, capture_output=True
+            [str(live_slurm.TESTCLUSTER), "restart-controller", "--kill"],
+            check=True,
+            timeout=90,
+            capture_output=True,
         )
         wait_for(lambda: [c for c in cycles()[before:] if c.get("ok")], 45, "a good cycle after the restart")
         assert proc.poll() is None  # still running

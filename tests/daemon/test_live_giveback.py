@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, cancel, daemon_config, every_node, fill_nodes, slurm
+from live_slurm import cancel, daemon_config, every_node, fill_nodes, site, slurm
 
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
 pytestmark = pytest.mark.slurm
-REPO = Path(__file__).resolve().parents[2]
-TESTCLUSTER = REPO / "contrib" / "testcluster" / "testcluster"
 ACCOUNT = f"slurmrl-g{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 
@@ -36,10 +33,7 @@ def sbatch(*args: str, account: str = ACCOUNT) -> str:
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
-    if SUBMITTED:
-        slurm("scancel", *SUBMITTED)
-    time.sleep(2)
-    subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
+    live_slurm.clean_up(heal=True)
 
 
 def make_config(tmp: Path, **kw) -> DaemonConfig:
@@ -53,12 +47,6 @@ def task_ids(array: str) -> dict[str, str]:
     return dict(line.split() for line in out.stdout.splitlines() if line.strip())
 
 
-def sprio_site(numeric: str) -> int | None:
-    out = slurm("sprio", "-h", "-j", numeric, "-o", "%S")
-    words = out.stdout.split()
-    return int(words[0]) if out.returncode == 0 and words and words[0].lstrip("-").isdigit() else None
-
-
 def test_array_tasks_get_an_admins_site_factor_back(tmp_path: Path) -> None:
     fill = fill_nodes(every_node(), FILL)
     array = sbatch("--array=1-3", "-N1", "--gres=gpu:8", "-t", "30")
@@ -68,20 +56,20 @@ def test_array_tasks_get_an_admins_site_factor_back(tmp_path: Path) -> None:
         assert update.returncode == 0, update.stderr
     ids = task_ids(array)
     assert set(ids) == set(tasks) and any(ids[t] != array for t in tasks), ids
-    live_slurm.wait_for(lambda: all(sprio_site(ids[t]) is not None for t in tasks), 30, "sprio to list tasks")
-    before = {t: sprio_site(ids[t]) for t in tasks}
+    live_slurm.wait_for(lambda: all(site(ids[t]) != -1 for t in tasks), 30, "sprio to list tasks")
+    before = {t: site(ids[t]) for t in tasks}
     assert before == {t: 700 + k for k, t in enumerate(tasks)}, before
     cfg = make_config(tmp_path)
     d = Daemon(cfg, make_backend(cfg), metrics=DaemonMetrics())
     assert d.cycle().error is None
-    changed = {t: sprio_site(ids[t]) for t in tasks}
+    changed = {t: site(ids[t]) for t in tasks}
     assert changed != before, changed  # the daemon reordered the tasks
     assert {t: d.record.get(t).orig_site_factor for t in tasks if d.record.get(t)} == {
         t: before[t] for t in tasks if d.record.get(t)
     }
     assert d.revert().remaining == 0
     d.close()
-    assert {t: sprio_site(ids[t]) for t in tasks} == before
+    assert {t: site(ids[t]) for t in tasks} == before
     cancel(fill + [ids[t] for t in tasks])
 
 
@@ -127,7 +115,7 @@ def test_node_lists_are_given_back_one_job_per_call_and_other_fields_in_lists(tm
 def test_priority_mode_gives_the_priority_back_without_a_hold(tmp_path: Path) -> None:
     fill = fill_nodes(every_node(), FILL)
     jobs = [sbatch("-N1", "--gres=gpu:8", "-t", "30"), sbatch("-N1", "--gres=gpu:8", "-t", "30", "--nice=40")]
-    live_slurm.wait_for(lambda: all(sprio_site(j) is not None for j in jobs), 30, "sprio to list the jobs")
+    live_slurm.wait_for(lambda: all(site(j) is not None for j in jobs), 30, "sprio to list the jobs")
 
     def aged() -> bool:
         fields = [live_slurm.show(j) for j in jobs]
@@ -220,6 +208,21 @@ def test_a_job_grown_to_more_nodes_gets_its_tasks_and_cpus_back(tmp_path: Path) 
     assert grown["ReqNodeList"] == "node02,node03", grown
     give_back(tmp_path)
     assert layout(job) == before
+    cancel([job])
+
+
+@pytest.mark.parametrize("request_nodes", [("--nodes=1-3",), ()], ids=["max-3", "no-N"])
+def test_a_grown_job_gets_its_node_minimum_and_maximum_back(
+    tmp_path: Path, request_nodes: tuple[str, ...]
+) -> None:
+    # From 23.02 a plain NumNodes=K sets the maximum to K too (verify_node_count), so the daemon
+    # writes the maximum out (K-M, or K-0 for none); the job must read back as submitted.
+    job = sbatch("-H", *request_nodes, "--gpus-per-node=8", "-t", "30", "--comment=gpus=8-16")
+    before = layout(job)["NumNodes"]
+    resize(tmp_path, job, ("node02", "node03"), 8)
+    assert layout(job)["NumNodes"].startswith("2"), layout(job)  # it was grown
+    give_back(tmp_path)
+    assert layout(job)["NumNodes"] == before
     cancel([job])
 
 

@@ -25,7 +25,6 @@ import live_slurm  # loaded by tests/conftest.py; its commands keep to the real 
 import pytest
 from live_slurm import (
     REAL,
-    SUBMITTED,
     Released,
     daemon_config,
     fill_leaving,
@@ -55,8 +54,7 @@ def sbatch(*args: str, account: str = ACCOUNT) -> str:
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
     yield
-    if SUBMITTED:
-        slurm("scancel", *SUBMITTED)
+    live_slurm.clean_up()
 
 
 @pytest.fixture

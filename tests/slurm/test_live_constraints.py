@@ -17,9 +17,9 @@ from pathlib import Path
 
 import live_slurm  # loaded by tests/conftest.py
 import pytest
-from live_slurm import SUBMITTED, Released, node_gpus, show, wait_for
+from live_slurm import Released, node_gpus, show, wait_for
 
-from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
+from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.loop import Daemon, make_backend
 from slurmrl.daemon.metrics import DaemonMetrics
 
@@ -55,23 +55,12 @@ def features():
     )
     set_features()
     yield
-    if SUBMITTED:
-        run("scancel", *SUBMITTED)
+    live_slurm.clean_up()
     set_features(clear=True)
 
 
 def make_config(tmp: Path) -> DaemonConfig:
-    return DaemonConfig(
-        policy="fifo-backfill",
-        placement="first-fit",
-        interval=1.0,
-        state_file=str(tmp / "state.json"),
-        audit_log=str(tmp / "audit.jsonl"),
-        backoff_initial=1.0,
-        backoff_max=2.0,
-        scope=ScopeConfig(partitions=("gpu",), accounts=(ACCOUNT,)),
-        slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
-    )
+    return live_slurm.daemon_config(tmp, ACCOUNT, policy="fifo-backfill", placement="first-fit")
 
 
 def test_exclude_and_constraint_are_never_pinned_around(tmp_path: Path) -> None:
