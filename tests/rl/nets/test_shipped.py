@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +120,20 @@ def test_torch_module_loads_and_agrees_with_numpy(name: str) -> None:
     for got, want in zip(torch_outputs(name), numpy_outputs(name), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         assert pick(got) == pick(want)
+
+
+def test_shipped_policies_decide_without_torch() -> None:
+    """The daemon's install has no torch: every shipped checkpoint loads and decides as recorded without it."""
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from slurmrl.policy.registry import make_policy\n"
+        "from slurmrl.rl.inference import pick\n"
+        "from tests.rl.nets.test_shipped import NAMES, RECORDED, numpy_outputs\n"
+        "for name in ('topdrl', 'harmony', 'meta-rl', 'maifs'):\n"
+        "    make_policy(name)\n"
+        "for name in NAMES:\n"
+        "    assert [pick(r) for r in numpy_outputs(name)] == RECORDED[name]['picks'], name\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.returncode == 0, out.stderr
