@@ -1,6 +1,7 @@
 """Every shipped checkpoint loads through :mod:`slurmrl.rl.nets` byte for byte and decides as it did.
 
-``shipped_outputs.json`` holds each checkpoint's weights digest and the logits
+``shipped_outputs.json`` holds, for every checkpoint folder under
+``policies/`` and ``slurmrl/rl/shipped/``, the weights' digest and the logits
 and decisions the per-family network code (before the shared toolkit)
 computed on the fixed inputs of :mod:`tests.rl.nets.shipped_inputs`. The
 numpy twins must reproduce the decisions exactly and the logits to float32
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from slurmrl.rl import topdrl
-from slurmrl.rl.checkpoints import WEIGHTS, shipped_policy_dir
+from slurmrl.rl.checkpoints import WEIGHTS, checkpoint_format
 from slurmrl.rl.harmony import policy as harmony
 from slurmrl.rl.harmony.features import PlacementObs
 from slurmrl.rl.inference import pick
@@ -29,17 +30,23 @@ from slurmrl.rl.nets.config import weight_shapes
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony, NumpyMaifs, NumpyTopDRL
 from tests.rl.nets.shipped_inputs import harmony_inputs, maifs_inputs, topdrl_inputs
 
+ROOT = Path(__file__).resolve().parents[3]
 RECORDED = json.loads((Path(__file__).parent / "shipped_outputs.json").read_text())["checkpoints"]
-NAMES = sorted(RECORDED)
+NAMES = sorted(RECORDED)  # checkpoint folders, relative to the repository root
+
+
+def _family(name: str) -> str:
+    return checkpoint_format(ROOT / name).removeprefix("slurmrl-")
 
 
 def _load(name: str) -> tuple[object, dict[str, np.ndarray]]:
     """(net config, weights) of a shipped checkpoint, read by its family's loader."""
-    directory = shipped_policy_dir(name)
-    if name.startswith("topdrl"):
+    directory = ROOT / name
+    family = _family(name)
+    if family == "topdrl":
         ckpt, state = topdrl.read_checkpoint(directory)
         return ckpt.net, state
-    if name.startswith("maifs"):
+    if family == "maifs":
         _obs, cfg, state = maifs.read_checkpoint(directory)
         return cfg, state
     ckpt, state = harmony.read_checkpoint(directory)
@@ -49,10 +56,11 @@ def _load(name: str) -> tuple[object, dict[str, np.ndarray]]:
 def numpy_outputs(name: str) -> list[np.ndarray]:
     """The numpy twin's logits on every fixed input (MAIFS: all agents' option logits, joined)."""
     cfg, state = _load(name)
-    if name.startswith("topdrl"):
+    family = _family(name)
+    if family == "topdrl":
         net = NumpyTopDRL(cfg, state)
         return [net.logits(*case) for case in topdrl_inputs(cfg)]
-    if name.startswith("maifs"):
+    if family == "maifs":
         agents = NumpyMaifs(cfg, state)
         rows = []
         for jobs, glob, options, masks in maifs_inputs(cfg):
@@ -71,16 +79,17 @@ def torch_outputs(name: str) -> list[np.ndarray]:
     from slurmrl.rl.nets.torch_nets import HarmonyNet, MaifsNet, TopDRLNet
 
     cfg, state = _load(name)
+    family = _family(name)
     t = {k: torch.as_tensor(v) for k, v in state.items()}
     rows = []
     with torch.no_grad():
-        if name.startswith("topdrl"):
+        if family == "topdrl":
             net = TopDRLNet(cfg)
             net.load_state_dict(t, strict=True)
             for jobs, grid, glob, mask in topdrl_inputs(cfg):
                 logits, _ = net(*(torch.as_tensor(x)[None] for x in (jobs, grid, glob)))
                 rows.append(np.where(mask, logits[0].numpy(), np.float32(-1e8)))
-        elif name.startswith("maifs"):
+        elif family == "maifs":
             net = MaifsNet(cfg)
             net.load_state_dict(t, strict=True)
             for case in maifs_inputs(cfg):
@@ -97,7 +106,7 @@ def torch_outputs(name: str) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_shipped_weights_are_the_recorded_bytes(name: str) -> None:
-    data = (shipped_policy_dir(name) / WEIGHTS).read_bytes()
+    data = (ROOT / name / WEIGHTS).read_bytes()
     assert hashlib.sha256(data).hexdigest() == RECORDED[name]["sha256"]
 
 
@@ -123,7 +132,7 @@ def test_torch_module_loads_and_agrees_with_numpy(name: str) -> None:
 
 
 def test_shipped_policies_decide_without_torch() -> None:
-    """The daemon's install has no torch: every shipped checkpoint loads and decides as recorded without it."""
+    """The daemon's install may lack torch: every shipped checkpoint loads and decides as recorded without it."""
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "from slurmrl.policy.registry import make_policy\n"
@@ -134,6 +143,5 @@ def test_shipped_policies_decide_without_torch() -> None:
         "for name in NAMES:\n"
         "    assert [pick(r) for r in numpy_outputs(name)] == RECORDED[name]['picks'], name\n"
     )
-    root = Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
