@@ -44,7 +44,8 @@ from torch import nn
 from slurmrl.errors import ConfigError
 from slurmrl.rl.env import EnvConfig, build_env, env_config
 from slurmrl.rl.features import ObsConfig
-from slurmrl.rl.network import TopDRLNet, masked_logits
+from slurmrl.rl.nets.torch_layers import masked_logits
+from slurmrl.rl.nets.torch_nets import TopDRLNet
 from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
 from slurmrl.sim.experiment import Workload
 

@@ -28,13 +28,13 @@ from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.rl import checkpoints
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
-from slurmrl.rl.inference import NumpyTopDRL
 from slurmrl.rl.lead import check_lead, lead_policy
-from slurmrl.rl.netconfig import NetConfig, weight_shapes
+from slurmrl.rl.nets.config import NetConfig, weight_shapes
+from slurmrl.rl.nets.numpy_nets import NumpyTopDRL
 from slurmrl.rl.window_policy import WindowPolicy
 
 if TYPE_CHECKING:
-    from slurmrl.rl.network import TopDRLNet
+    from slurmrl.rl.nets.torch_nets import TopDRLNet
 
 CHECKPOINT_FORMAT = "slurmrl-topdrl"
 CHECKPOINT_VERSION = 1
@@ -55,7 +55,7 @@ class Checkpoint:
 
 
 def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
-    from slurmrl.rl.network import TopDRLNet
+    from slurmrl.rl.nets.torch_nets import TopDRLNet
 
     cfg = NetConfig(obs.job_features, len(CLUSTER_CHANNELS), len(GLOBAL_FEATURES), hidden, conv)
     return TopDRLNet(cfg)
@@ -118,7 +118,7 @@ def load_checkpoint(directory: Path) -> tuple[Checkpoint, TopDRLNet]:
     """A checkpoint as a torch module, for training; deciding needs only :func:`read_checkpoint`."""
     import torch
 
-    from slurmrl.rl.network import TopDRLNet
+    from slurmrl.rl.nets.torch_nets import TopDRLNet
 
     ckpt, state = read_checkpoint(directory)
     net = TopDRLNet(ckpt.net)

@@ -140,7 +140,7 @@ def _gavel_vc(vc: str, cluster: str, role: str) -> Scenario:
 # from the same timeline instead of compressing it.
 SIZED = "10x8x8:v100"
 # The RL weeks run on 512 GPUs of 8-GPU nodes: the TopDRL network pools its
-# grid features over racks, nodes and GPUs (slurmrl.rl.network), so the shipped
+# grid features over racks, nodes and GPUs (slurmrl.rl.nets.torch_nets), so the shipped
 # checkpoint, trained on 2x4x8, runs on this shape unchanged; 8 GPUs per node
 # keeps the node-level features (largest free block per node) on the scale it
 # was trained on.

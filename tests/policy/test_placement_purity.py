@@ -41,9 +41,9 @@ def learned(name: str) -> Callable[[], PlacementPolicy]:
 
     def build() -> PlacementPolicy:
         from slurmrl.rl.checkpoints import shipped_policy_dir
-        from slurmrl.rl.harmony.numpy_net import NumpyHarmony
         from slurmrl.rl.harmony.placement import HarmonyPlacement, greedy_chooser
         from slurmrl.rl.harmony.policy import read_checkpoint
+        from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 
         ckpt, state = read_checkpoint(shipped_policy_dir(name))
         net = NumpyHarmony(ckpt.net, state)

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
-from slurmrl.rl.inference import MASKED, TIE_ATOL, TIE_RTOL, NumpyTopDRL, pick
-from slurmrl.rl.network import masked_logits
+from slurmrl.rl.inference import MASKED, TIE_ATOL, TIE_RTOL, pick
+from slurmrl.rl.nets.numpy_nets import NumpyTopDRL
+from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.topdrl import load_checkpoint, new_network, shipped_policy_dir
 
 
@@ -110,7 +111,7 @@ def test_missing_tensor_is_named() -> None:
 
 
 def test_weight_shapes_are_those_of_the_torch_network() -> None:
-    from slurmrl.rl.netconfig import weight_shapes
+    from slurmrl.rl.nets.config import weight_shapes
 
     for hidden, conv in [(64, 16), (16, 4)]:
         net = new_network(ObsConfig(window=4, oldest=2), hidden=hidden, conv=conv)

@@ -12,9 +12,9 @@ import pytest
 from slurmrl.errors import PolicyError
 from slurmrl.policy import make_placement
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
-from slurmrl.rl.inference import NumpyTopDRL
 from slurmrl.rl.lead import lead_policy
-from slurmrl.rl.netconfig import NetConfig, weight_shapes
+from slurmrl.rl.nets.config import NetConfig, weight_shapes
+from slurmrl.rl.nets.numpy_nets import NumpyTopDRL
 from slurmrl.rl.topdrl import TopDRLPolicy, read_checkpoint_config, shipped_policy_dir
 from slurmrl.rl.window_policy import lead_prior
 from slurmrl.sim.experiment import prepare, run_policy
@@ -68,11 +68,11 @@ def test_a_checkpoint_names_its_lead_and_the_shipped_one_has_none(tmp_path: Path
 def zero_pointer(lead: bool):
     """Harmony's pointer network with every weight zero, under qssf's order, led or not."""
     from slurmrl.rl.harmony.features import HarmonyObs
-    from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
-    from slurmrl.rl.harmony.netconfig import weight_shapes as pointer_shapes
-    from slurmrl.rl.harmony.numpy_net import NumpyHarmony
     from slurmrl.rl.harmony.placement import greedy_chooser
     from slurmrl.rl.harmony.policy import HarmonyPolicy
+    from slurmrl.rl.nets.config import HarmonyNetConfig
+    from slurmrl.rl.nets.config import weight_shapes as pointer_shapes
+    from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 
     obs = HarmonyObs()
     cfg = HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features)
@@ -95,11 +95,11 @@ def test_zero_pointer_led_by_its_fallback_places_as_the_heuristic() -> None:
 
 def zero_agents(lead: str):
     """MAIFS's agents with every weight zero, led by the rigid heuristic ``lead``."""
-    from slurmrl.rl.maifs.netconfig import MaifsNetConfig
-    from slurmrl.rl.maifs.netconfig import weight_shapes as agent_shapes
-    from slurmrl.rl.maifs.numpy_net import NumpyMaifs
     from slurmrl.rl.maifs.obs import MaifsObs
     from slurmrl.rl.maifs.policy import LEAD_PLACEMENT, MaifsPolicy
+    from slurmrl.rl.nets.config import MaifsNetConfig
+    from slurmrl.rl.nets.config import weight_shapes as agent_shapes
+    from slurmrl.rl.nets.numpy_nets import NumpyMaifs
 
     obs = MaifsObs()
     cfg = MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features)

@@ -12,8 +12,9 @@ import torch
 from slurmrl.errors import ConfigError
 from slurmrl.rl.env import EnvConfig, SchedEnv, trace_workload
 from slurmrl.rl.features import ObsConfig
-from slurmrl.rl.netconfig import NetConfig
-from slurmrl.rl.network import TopDRLNet, layer_init
+from slurmrl.rl.nets.config import NetConfig
+from slurmrl.rl.nets.torch_layers import layer_init
+from slurmrl.rl.nets.torch_nets import TopDRLNet
 from slurmrl.rl.ppo import (
     Batch,
     PPOConfig,

@@ -26,12 +26,12 @@ from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobView
 from slurmrl.rl import checkpoints
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.netconfig import HarmonyNetConfig, weight_shapes
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.placement import Chooser, HarmonyPlacement, Step, greedy_chooser
+from slurmrl.rl.nets.config import HarmonyNetConfig, weight_shapes
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 
 if TYPE_CHECKING:
-    from slurmrl.rl.harmony.network import HarmonyNet
+    from slurmrl.rl.nets.torch_nets import HarmonyNet
 
 CHECKPOINT_FORMAT = "slurmrl-harmony"
 CHECKPOINT_VERSION = 1

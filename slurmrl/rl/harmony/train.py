@@ -36,13 +36,13 @@ from slurmrl.errors import ConfigError
 from slurmrl.rl.checkpoints import numpy_state
 from slurmrl.rl.harmony.env import EnvConfig, Episode, PlacementEnv
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
-from slurmrl.rl.harmony.network import HarmonyNet
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.placement import greedy_chooser, sampling_chooser
 from slurmrl.rl.harmony.policy import save_checkpoint
 from slurmrl.rl.harmony.replay import ReplayBatch, ReplayBuffer, discounted_returns
 from slurmrl.rl.harmony.reward_model import RewardModel, r_squared, reward_inputs
+from slurmrl.rl.nets.config import HarmonyNetConfig
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
+from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.rl.runs import RUN, fresh_run
 from slurmrl.rl.yardstick import last_jobs
 from slurmrl.sim.experiment import Workload, run_policy

@@ -10,7 +10,7 @@ MAPPO (centralised critic, shared actor); decisions run in numpy.
 Modules: :mod:`.obs` (what an agent reads), :mod:`.window` (which jobs are
 agents), :mod:`.coordination` (the sequential, masked resolution),
 :mod:`.reservation` (the head job's reservation that masks the agents' GPUs),
-:mod:`.netconfig`/:mod:`.network`/:mod:`.numpy_net` (the network),
+:mod:`slurmrl.rl.nets` (the network, shared with the other families),
 :mod:`.policy` (the deployable policy and its checkpoint), :mod:`.env`
 (episodes and rewards), :mod:`.trainer` (MAPPO).
 """

@@ -38,14 +38,14 @@ from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl import checkpoints
 from slurmrl.rl.lead import Led, check_lead, lead_policy, led_decisions, propose
 from slurmrl.rl.maifs.coordination import AgentNet, Chooser, Lead, MaifsStep, Resolver
-from slurmrl.rl.maifs.netconfig import MaifsNetConfig, weight_shapes
-from slurmrl.rl.maifs.numpy_net import NumpyMaifs
 from slurmrl.rl.maifs.obs import MaifsObs
 from slurmrl.rl.maifs.reservation import Gate, Reserver
 from slurmrl.rl.maifs.window import could_fit, pick_window
+from slurmrl.rl.nets.config import MaifsNetConfig, weight_shapes
+from slurmrl.rl.nets.numpy_nets import NumpyMaifs
 
 if TYPE_CHECKING:
-    from slurmrl.rl.maifs.network import MaifsNet
+    from slurmrl.rl.nets.torch_nets import MaifsNet
 
 CHECKPOINT_FORMAT = "slurmrl-maifs"
 CHECKPOINT_VERSION = 1

@@ -36,9 +36,9 @@ import torch
 from slurmrl.errors import ConfigError
 from slurmrl.rl.maifs.coordination import MaifsStep
 from slurmrl.rl.maifs.env import ElasticEnv, EnvConfig, Episode
-from slurmrl.rl.maifs.netconfig import MaifsNetConfig
-from slurmrl.rl.maifs.network import MaifsNet
 from slurmrl.rl.maifs.policy import greedy, numpy_copy, sampling, save_checkpoint
+from slurmrl.rl.nets.config import MaifsNetConfig
+from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
 from slurmrl.rl.runs import RUN, fresh_run
 from slurmrl.rl.yardstick import last_jobs

@@ -25,11 +25,11 @@ import torch
 from slurmrl.errors import ConfigError
 from slurmrl.rl.harmony.env import PlacementEnv
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.network import HarmonyNet
 from slurmrl.rl.harmony.policy import read_checkpoint, save_checkpoint
 from slurmrl.rl.harmony.train import HarmonyConfig, evaluate
 from slurmrl.rl.meta.inner import learn
 from slurmrl.rl.meta.reptile import new_net
+from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.sim.experiment import Workload
 
 CURVE_POINTS = (0, 1, 5, 20)

@@ -18,10 +18,10 @@ import numpy as np
 import torch
 
 from slurmrl.rl.harmony.env import PlacementEnv
-from slurmrl.rl.harmony.network import HarmonyNet
 from slurmrl.rl.harmony.placement import sampling_chooser
 from slurmrl.rl.harmony.replay import ReplayBuffer, discounted_returns
 from slurmrl.rl.harmony.train import HarmonyConfig, _numpy, update
+from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.sim.experiment import Workload
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.rl.checkpoints import shipped_policy_dir
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.placement import greedy_chooser
 from slurmrl.rl.harmony.policy import HarmonyPolicy, read_checkpoint
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 
 DEFAULT_POLICY = "meta-rl-philly"
 FALLBACK = "interference-aware"

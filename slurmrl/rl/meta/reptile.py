@@ -32,12 +32,12 @@ import torch
 from slurmrl.errors import ConfigError
 from slurmrl.rl.harmony.env import PlacementEnv
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
-from slurmrl.rl.harmony.network import HarmonyNet
 from slurmrl.rl.harmony.policy import save_checkpoint
 from slurmrl.rl.harmony.train import HarmonyConfig, evaluate, yardstick
 from slurmrl.rl.meta.family import FamilyConfig, FamilySampler
 from slurmrl.rl.meta.inner import learn
+from slurmrl.rl.nets.config import HarmonyNetConfig
+from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.rl.runs import RUN, fresh_run
 
 LOG = "log.csv"

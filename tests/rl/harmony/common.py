@@ -7,8 +7,8 @@ import torch
 
 from slurmrl.rl.env import trace_workload
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.netconfig import HarmonyNetConfig
-from slurmrl.rl.harmony.network import HarmonyNet
+from slurmrl.rl.nets.config import HarmonyNetConfig
+from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.sim.experiment import Workload
 from slurmrl.traces.schema import Trace, TraceJob
 

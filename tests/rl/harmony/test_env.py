@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from slurmrl.rl.harmony.env import EnvConfig, PlacementEnv, decision_reward
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.placement import sampling_chooser
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from tests.rl.harmony.common import random_net, small_workload
 
 

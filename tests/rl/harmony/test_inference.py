@@ -11,9 +11,9 @@ import torch
 
 from slurmrl.errors import PolicyError
 from slurmrl.rl.harmony.features import HarmonyObs, PlacementObs
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.policy import HarmonyPolicy, read_checkpoint, save_checkpoint
 from slurmrl.rl.inference import pick
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from tests.rl.harmony.common import random_net
 
 OBS = HarmonyObs(window=4)

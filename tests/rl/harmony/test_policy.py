@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from slurmrl.policy.placement.interference import InterferenceAware
 from slurmrl.policy.registry import policy_entry
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.numpy_net import NumpyHarmony
 from slurmrl.rl.harmony.placement import greedy_chooser
 from slurmrl.rl.harmony.policy import HarmonyPolicy, save_checkpoint
+from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from slurmrl.sim.simulator import SimConfig, Simulator
 from tests.rl.harmony.common import random_net, small_workload
 

@@ -10,9 +10,9 @@ from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.env import trace_workload
-from slurmrl.rl.maifs.netconfig import MaifsNetConfig
-from slurmrl.rl.maifs.network import MaifsNet
 from slurmrl.rl.maifs.obs import MaifsObs
+from slurmrl.rl.nets.config import MaifsNetConfig
+from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.sim.experiment import Workload
 from slurmrl.traces.schema import Trace, TraceJob
 
