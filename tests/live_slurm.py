@@ -318,13 +318,22 @@ def write_toml(path: Path, cfg: DaemonConfig) -> None:
     )
 
 
-def array_states(array: str, timeout: float = 60) -> dict[str, str]:
-    """``sacct``'s state of every task of a job array, once none is pending, running or completing."""
+def array_states(array: str, timeout: float = 60, tasks: int | None = None) -> dict[str, str]:
+    """``sacct``'s state of every task of a job array, once none is pending, running or completing.
+
+    Only rows of the array's tasks count (``ID_N``, ``ID_[N-M]``): after a controller
+    restored an older state, job ids are handed out again, and until slurmdbd has the
+    array's records ``sacct -j ID`` shows the earlier plain job of that id. ``tasks``
+    waits for that many rows.
+    """
     busy = {"PENDING", "RUNNING", "COMPLETING", "REQUEUED", "CONFIGURING", "SUSPENDED"}
 
     def read() -> dict[str, str] | None:
         shown = slurm("sacct", "-X", "-n", "-P", "-j", array, "-o", "JobID,State").stdout
-        states = dict(line.split("|", 1) for line in shown.splitlines() if line.strip())
-        return states if states and not busy & {s.split()[0] for s in states.values()} else None
+        rows = (line.split("|", 1) for line in shown.splitlines() if line.strip())
+        states = {job: state for job, state in rows if job.startswith(f"{array}_")}
+        if not states or (tasks is not None and len(states) < tasks):
+            return None
+        return None if busy & {s.split()[0] for s in states.values()} else states
 
     return wait_for(read, timeout, f"every task of array {array} to end")

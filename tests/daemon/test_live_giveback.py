@@ -147,7 +147,10 @@ def layout(jid: str) -> dict[str, str]:
     """A job's request and task layout as ``scontrol -o show job`` prints them."""
     out = slurm("scontrol", "-o", "show", "job", jid)
     assert out.returncode == 0, out.stderr
-    return {k: v for k, v in (w.split("=", 1) for w in out.stdout.split() if "=" in w) if k in LAYOUT}
+    fields = {k: v for k, v in (w.split("=", 1) for w in out.stdout.split() if "=" in w) if k in LAYOUT}
+    if "TresPerNode" in fields:  # 22.05 spells the GPU request gres:gpu:8; 23.02 and later gres/gpu:8
+        fields["TresPerNode"] = fields["TresPerNode"].replace("gres/", "gres:", 1)
+    return fields
 
 
 class Recorded:

@@ -43,7 +43,7 @@ def test_job_array_cells_equal_local_cells(tmp_path: Path) -> None:
 
     # sacct lists one array: a task per cell, each completed.
     array = executor.array_id
-    assert live_slurm.array_states(array) == {f"{array}_{i}": "COMPLETED" for i in range(4)}
+    assert live_slurm.array_states(array, tasks=4) == {f"{array}_{i}": "COMPLETED" for i in range(4)}
 
 
 def test_ctrl_c_cancels_the_array_and_keeps_finished_cells(tmp_path: Path) -> None:

@@ -57,4 +57,4 @@ def test_train_seeds_as_array_tasks(tmp_path: Path) -> None:
             (tmp_path / where / seed / "model.safetensors").read_bytes() for where in ("slurm", "local")
         ]
         assert weights[0] == weights[1]
-    assert live_slurm.array_states(array) == {f"{array}_0": "COMPLETED", f"{array}_1": "COMPLETED"}
+    assert live_slurm.array_states(array, tasks=2) == {f"{array}_0": "COMPLETED", f"{array}_1": "COMPLETED"}
