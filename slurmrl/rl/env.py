@@ -227,6 +227,11 @@ class SchedEnv(gym.Env):
             self._start(obs, a)
         else:  # wait, or an infeasible pick (treated as wait)
             self.sim.apply(Decisions())
+        terminated, reward, truncated, info = self._close_step()
+        return self._obs_dict(), reward, terminated, truncated, info
+
+    def _close_step(self) -> tuple[bool, float, bool, dict[str, Any]]:
+        """After an action: run to the next decision, then (terminated, reward, truncated, info)."""
         self._steps += 1
         terminated = self._advance()
         reward = self._reward()
@@ -234,7 +239,7 @@ class SchedEnv(gym.Env):
         info: dict[str, Any] = {}
         if terminated:
             info["avg_jct"] = self._avg_jct()
-        return self._obs_dict(), reward, terminated, truncated, info
+        return terminated, reward, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Feasible actions now: window jobs the topology placement can start, and wait."""

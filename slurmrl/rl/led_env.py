@@ -138,13 +138,8 @@ class LedSchedEnv(SchedEnv):
                 self._finish_pass()
             else:
                 p.begin(s.window[a], placement, self.featurizer)
-        self._steps += 1
-        terminated = self._advance()
-        reward = self._reward()
-        truncated = not terminated and self._steps >= self._max_steps
-        info: dict[str, Any] = {}
+        terminated, reward, truncated, info = self._close_step()
         if terminated:
-            info["avg_jct"] = self._avg_jct()
             if self._curve is not None:
                 end = self._curve.times[-1]
                 reward += self._curve_reward(self._last_time(), max(end, self._last_time()))

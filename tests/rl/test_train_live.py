@@ -9,20 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from slurmrl.cli import main
+from tests.rl.test_cli import HARMONY
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
-
-HARMONY = [
-    "train",
-    "--policy",
-    "harmony",
-    "--scenario",
-    "philly-sample",
-    "--steps",
-    "40",
-    "--episode-jobs",
-    "20",
-]
 
 
 def test_train_seeds_as_array_tasks(tmp_path: Path) -> None:
