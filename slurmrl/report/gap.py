@@ -101,10 +101,20 @@ def gap_row(label: str, summary: Mapping[str, object], meta: Mapping[str, object
 
 
 def table_row(row: Mapping[str, object]) -> GapRow:
-    """A row of ``compare``'s table (policy, placement, deployable and the summary's figures)."""
+    """A row of ``compare``'s table (policy, placement, what it is and the summary's figures).
+
+    Rows written before they carried ``learned``/``preemptive`` are read by
+    name: a checkpoint folder is learned, a registered name as registered.
+    """
     policy = str(row["policy"])
-    meta = {"policy": policy, "deployable": row.get("deployable", True)}
-    if Path(policy).is_dir():  # a trained checkpoint folder
+    meta = {
+        "policy": policy,
+        "deployable": row.get("deployable", True),
+        "preemptive": row.get("preemptive", False),
+    }
+    if "learned" in row:
+        meta["learned"] = row["learned"]
+    elif Path(policy).is_dir():  # a trained checkpoint folder
         meta["learned"] = True
     return gap_row(f"{policy}+{row.get('placement', '')}", row, meta)
 
