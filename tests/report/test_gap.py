@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from slurmrl.cli import main
 from slurmrl.report import render_report
-from slurmrl.report.gap import GapRow, closure, format_gaps, gap_closures, table_row
+from slurmrl.report.gap import GapClosure, GapRow, closure, format_gaps, gap_closures, table_row, verdicts
 from slurmrl.sim.seeds import seed_stat
 from tests.report.sitedata import FOUR_JOBS_SJF, build_results, write_run
 
@@ -161,3 +161,21 @@ def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
     html = page.read_text()
     assert 'id="gap-closure"' in html and "topdrl+topology" in html
     assert "+50.0%" in html  # (4000 - 3750) / (4000 - 3500)
+
+
+def test_targets_judge_closure_where_headroom_is_large_else_the_loss_to_h() -> None:
+    def gap(h: float, o: float, p: float) -> GapClosure:
+        rows = [
+            row("qssf+topology", h),
+            row("sjf-oracle+topology", o, deployable=False),
+            row("x+topology", p, learned=True),
+        ]
+        return gap_closures([rows], elastic=False)[0]
+
+    wide = verdicts(gap(100.0, 50.0, 80.0), makespan=(104.0, 100.0), ftf=(3.0, 2.0))
+    assert [v.met for v in wide] == [True, True, True]  # 40% closed (headroom 50%)
+    assert "gap closure" in str(wide[0]) and "+40.0%" in str(wide[0])
+    narrow = verdicts(gap(100.0, 90.0, 103.0), makespan=(106.0, 100.0), ftf=(5.0, 2.0))
+    assert [v.met for v in narrow] == [False, False, False]  # 3% worse than H, makespan +6%, ftf 2.5x
+    assert "avg JCT vs H" in str(narrow[0])
+    assert verdicts(gap(100.0, 90.0, 101.0), makespan=(100.0, 100.0), ftf=(2.0, 1.0))[0].met
