@@ -106,9 +106,15 @@ def train_topdrl(req: TrainRequest) -> None:
 def train_harmony(req: TrainRequest) -> None:
     """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering."""
     from slurmrl.rl.harmony.env import EnvConfig
+    from slurmrl.rl.harmony.policy import ORDERINGS
     from slurmrl.rl.harmony.train import HarmonyConfig
     from slurmrl.rl.harmony.train import train as run_harmony
 
+    if req.lead and req.lead not in ORDERINGS:
+        raise click.ClickException(
+            f"--lead: harmony's ordering must be deployable and non-preemptive ({', '.join(ORDERINGS)}), "
+            f"not '{req.lead}'"
+        )
     env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=req.lead))
     cfg = HarmonyConfig(
         env=env,
