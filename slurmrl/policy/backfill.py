@@ -169,7 +169,7 @@ class EasyBackfill(OrderedScheduler):
         # Every group before the first one worth a try, released at once.
         scratch.release_mask(grid < first)
         return self._scan(
-            view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements
+            view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements, grid
         )
 
     def _scan(
@@ -182,8 +182,14 @@ class EasyBackfill(OrderedScheduler):
         start: int,
         tries: int,
         placements: dict[str, Placement],
+        grid: np.ndarray,
     ) -> tuple[float, np.ndarray | None]:
-        """The reservation scan from ``ends[start]`` on, ``scratch`` holding every earlier release."""
+        """The reservation scan from ``ends[start]`` on, ``scratch`` holding every earlier release.
+
+        ``grid`` holds the release time of every busy GPU (``ends`` painted),
+        so a batch of releases is written to ``scratch`` as one mask: the
+        busy GPUs released by its end.
+        """
         now = view.now
         running = self._running
         # Nothing can fit before enough GPUs are free in total, nor before the
@@ -211,7 +217,7 @@ class EasyBackfill(OrderedScheduler):
                 if len(batch) == 1:
                     scratch.release(batch[0])
                 else:
-                    scratch.release_many(batch)
+                    scratch.release_mask((grid <= end) & ~scratch.free)
                 batch = []
                 found = self.placement.place(head, scratch, view)
                 if found is not None:
