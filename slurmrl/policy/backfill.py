@@ -239,8 +239,9 @@ class EasyBackfill(OrderedScheduler):
         refused = self._refused if reuse else set()
         self._refused, self._reuse_key = refused, key
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
-        top: list[int] = []  # top[k]: free GPUs on the k nodes with most of them (empty: to recount)
-        top_out: list[int] = []  # the same for ``outside``
+        top: TopCounts | None = None  # top[k]: free GPUs on the k nodes with most of them (None: to recount)
+        top_out: TopCounts | None = None  # the same for ``outside``
+        nodes = len(pool.free_count)
         shadow = math.inf
         starts: list[Start] = []
         place = self.placement.place
@@ -264,10 +265,10 @@ class EasyBackfill(OrderedScheduler):
             # placement call for most candidates under load.
             k = None  # index into the top counts; None: not checked (a GPU type narrows the nodes)
             if not job.gpu_type:
-                if not top:
-                    top = _top_counts(pool)
+                if top is None:
+                    top = TopCounts(pool)
                 k = job.max_nodes(now)
-                k = -1 if k is None or k >= len(top) else k
+                k = -1 if k is None or k >= nodes else k
                 if gpus > top[k]:
                     refused.add(job_id)
                     continue
@@ -283,8 +284,8 @@ class EasyBackfill(OrderedScheduler):
             if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
                 placement = place(job, pool, view)
             elif gpus <= outside.total_free:
-                if k is not None and not top_out:
-                    top_out = _top_counts(outside)
+                if k is not None and top_out is None:
+                    top_out = TopCounts(outside)
                 placement = None if k is not None and gpus > top_out[k] else place(job, outside, view)
             else:
                 placement = None
@@ -292,11 +293,11 @@ class EasyBackfill(OrderedScheduler):
                 refused.add(job_id)
                 continue
             pool.allocate(placement)
-            top = []  # the pool's counts changed
+            top = None  # the pool's counts changed
             taken = _free_part(placement, outside)
             if taken is not None:
                 outside.allocate(taken)
-                top_out = []
+                top_out = None
             starts.append(Start(job_id, placement))
             self.started_now(view, job, placement)
         # NaN when no job could use the reservation, so it was never computed.
@@ -447,6 +448,30 @@ def _top_counts(pool: GpuPool) -> list[int]:
     """``[k]``: the free GPUs on the ``k`` nodes with most of them, for every ``k``."""
     counts = np.sort(pool.free_count)[::-1]
     return [0, *np.cumsum(counts).tolist()]
+
+
+class TopCounts:
+    """``_top_counts(pool)[k]`` worked out on demand (``k`` -1: every node).
+
+    Most candidates ask for all nodes (the pool's total) or one (the fullest
+    node's count); only those that may span a few nodes need the sort.
+    """
+
+    __slots__ = ("_pool", "_sums")
+
+    def __init__(self, pool: GpuPool) -> None:
+        self._pool = pool
+        self._sums: list[int] | None = None
+
+    def __getitem__(self, k: int) -> int:
+        pool = self._pool
+        if k < 0 or k >= len(pool.free_count):
+            return pool.total_free
+        if k == 1:
+            return int(pool.free_count.max())
+        if self._sums is None:
+            self._sums = _top_counts(pool)
+        return self._sums[k]
 
 
 def _paint(grid: np.ndarray, placement: Placement, end: float) -> None:
