@@ -457,10 +457,11 @@ class TopCounts:
     node's count); only those that may span a few nodes need the sort.
     """
 
-    __slots__ = ("_pool", "_sums")
+    __slots__ = ("_pool", "_fullest", "_sums")
 
     def __init__(self, pool: GpuPool) -> None:
         self._pool = pool
+        self._fullest = -1  # the fullest node's free GPUs (-1: not read yet)
         self._sums: list[int] | None = None
 
     def __getitem__(self, k: int) -> int:
@@ -468,7 +469,9 @@ class TopCounts:
         if k < 0 or k >= len(pool.free_count):
             return pool.total_free
         if k == 1:
-            return int(pool.free_count.max())
+            if self._fullest < 0:
+                self._fullest = int(pool.free_count.max())
+            return self._fullest
         if self._sums is None:
             self._sums = _top_counts(pool)
         return self._sums[k]
