@@ -241,6 +241,7 @@ class EasyBackfill(OrderedScheduler):
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
         top: TopCounts | None = None  # top[k]: free GPUs on the k nodes with most of them (None: to recount)
         top_out: TopCounts | None = None  # the same for ``outside``
+        fullest = -1  # top[1], read apart: most candidates may use one node (-1: to recount)
         nodes = len(pool.free_count)
         shadow = math.inf
         starts: list[Start] = []
@@ -265,13 +266,20 @@ class EasyBackfill(OrderedScheduler):
             # placement call for most candidates under load.
             k = None  # index into the top counts; None: not checked (a GPU type narrows the nodes)
             if not job.gpu_type:
-                if top is None:
-                    top = TopCounts(pool)
-                k = job.max_nodes(now)
-                k = -1 if k is None or k >= nodes else k
-                if gpus > top[k]:
-                    refused.add(job_id)
-                    continue
+                k = job.num_nodes if now < job.spread_at else None  # JobView.max_nodes, inline
+                if k == 1:
+                    if fullest < 0:
+                        fullest = int(pool.free_count.max())
+                    if gpus > fullest:
+                        refused.add(job_id)
+                        continue
+                else:
+                    if top is None:
+                        top = TopCounts(pool)
+                    k = -1 if k is None or k >= nodes else k
+                    if gpus > top[k]:
+                        refused.add(job_id)
+                        continue
             if outside is None:
                 if self._reserved_key != key:
                     self._reserved = self.reservation(view, pool, head)
@@ -293,7 +301,7 @@ class EasyBackfill(OrderedScheduler):
                 refused.add(job_id)
                 continue
             pool.allocate(placement)
-            top = None  # the pool's counts changed
+            top, fullest = None, -1  # the pool's counts changed
             taken = _free_part(placement, outside)
             if taken is not None:
                 outside.allocate(taken)
