@@ -4,8 +4,13 @@ For each case the real ``slurmrl`` command runs as a child process (its
 output thrown away) and the benchmark prints its process wall, its CPU time
 (user + sys: the machine may be shared, and CPU time is what a busy
 neighbour does not inflate), its peak resident memory and the load average
-around it. A second, instrumented child runs the same command in-process
-with timers around its phases, and prints where the time went:
+around it. CPU time counts every process the command starts: ``compare``
+runs its policies on a process pool whose workers are children of a fork
+server, so the benchmark adopts orphaned descendants (it is their child
+subreaper) and adds what they used. A second, instrumented child runs the
+same command in-process with timers around its phases (``compare`` with
+``--jobs 1``, so its runs happen where the timers are; the fingerprint does
+not depend on the process count), and prints where the time went:
 
     imports   modules the command needs (the rest of ``startup`` is the interpreter)
     load      reading and parsing the trace file
@@ -73,6 +78,7 @@ class Case:
     name: str
     args: tuple[str, ...]  # the slurmrl command line
     target_s: float | None
+    one_process: tuple[str, ...] = ()  # added for the instrumented run: keep every run in its process
 
 
 def cases() -> tuple[Case, ...]:
@@ -84,7 +90,7 @@ def cases() -> tuple[Case, ...]:
         Case("sjf-oracle", (*sim, *on_512, *none, "--policy", "sjf-oracle"), 4.0),
         Case("fifo-backfill", (*sim, *on_512, "--policy", "fifo-backfill", "--placement", "topology"), 6.0),
         Case("tiresias", (*sim, "--scenario", "philly-4w-512", "--policy", "tiresias"), 30.0),
-        Case("compare", ("compare", "--scenario", "philly-sample"), 20.0),
+        Case("compare", ("compare", "--scenario", "philly-sample"), 20.0, ("--jobs", "1")),
     )
 
 
@@ -104,19 +110,43 @@ class Measure:
     load: float  # 1-minute load average at the end
 
 
+def adopt_orphans() -> None:
+    """Become the child subreaper (Linux), so a command's orphaned descendants are ours to reap and count."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux: only waited-for descendants are counted
+        pass
+
+
+def reap_rest() -> float:
+    """Wait for every remaining child (adopted fork servers end once their parent has); the CPU they used."""
+    cpu = 0.0
+    while True:
+        try:
+            _, _, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            return cpu
+        cpu += usage.ru_utime + usage.ru_stime
+
+
 def child(argv: Sequence[str], env: dict[str, str] | None = None) -> Measure:
-    """Run argv to completion; its own wall, CPU and peak RSS (os.wait4 gives this child's alone)."""
+    """Run argv to completion; wall, CPU of it and all its descendants, and its peak RSS."""
     with tempfile.TemporaryFile() as err:  # progress bars and warnings; shown only on failure
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        rest_cpu = reap_rest()
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
             tail = err.read().decode(errors="replace")[-2000:]
             raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}:\n{tail}")
-    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.getloadavg()[0])
+    cpu = usage.ru_utime + usage.ru_stime + rest_cpu
+    return Measure(wall, cpu, usage.ru_maxrss / 1024, os.getloadavg()[0])
 
 
 def command(case: Case) -> list[str]:
@@ -127,7 +157,7 @@ def command(case: Case) -> list[str]:
 def phases(case: Case) -> dict[str, object]:
     """Run the instrumented child; its phase times and fingerprint."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        argv = [sys.executable, __file__, "--phases-of", out.name, "--", *case.args]
+        argv = [sys.executable, __file__, "--phases-of", out.name, "--", *case.args, *case.one_process]
         t0 = time.perf_counter()
         child(argv)
         wall = time.perf_counter() - t0
@@ -186,6 +216,7 @@ def instrumented(out: str, args: list[str]) -> None:
     clock = Clock()
     import slurmrl.cli
     import slurmrl.cli.simulate as cli_sim
+    import slurmrl.grid.cells as cells
     import slurmrl.sim.metrics as metrics
     import slurmrl.sim.time_limits as time_limits
     import slurmrl.traces as traces
@@ -202,6 +233,7 @@ def instrumented(out: str, args: list[str]) -> None:
         return result
 
     cli_sim.run_policy = keep
+    cells.run_policy = keep  # compare's and simulate --seeds' runs
     traces.load_trace = clock.wrap("load", traces.load_trace)
     time_limits.with_time_limits = clock.wrap("limits", time_limits.with_time_limits)
     Simulator.__init__ = clock.wrap("setup", Simulator.__init__)
@@ -359,6 +391,7 @@ def main() -> None:
     if opts.phases_of:
         instrumented(opts.phases_of, opts.args)
         return
+    adopt_orphans()
     if not opts.scale_only:
         run_targets({c for c in opts.only.split(",") if c}, opts.repeat)
     if opts.scale or opts.scale_only:

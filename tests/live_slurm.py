@@ -22,6 +22,7 @@ import pytest
 from slurmrl.cluster.model import Placement
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, SlurmSettings
 from slurmrl.policy.view import ClusterView, Decisions, Start
+from slurmrl.slurm.cli_backend import parse_version
 from slurmrl.slurm.snapshot import Snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,6 +89,13 @@ def wait_for(pred, timeout: float, what: str, step: float = 0.5):
             return value
         time.sleep(step)
     pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def slurm_version() -> tuple[int, int, int]:
+    """The running cluster's release (``scontrol --version``: ``slurm 22.05.8``, ``slurm-wlm 24.11.5``)."""
+    out = slurm("scontrol", "--version")
+    assert out.returncode == 0, out.stderr
+    return parse_version(out.stdout)
 
 
 def node_gpus() -> dict[str, int]:

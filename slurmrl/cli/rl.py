@@ -13,7 +13,7 @@ from slurmrl.cli.options import (
     build_settings,
     build_workload,
     executor_options,
-    progress_bar,
+    jobs_option,
     run_tasks,
     seed_list,
     sim_options,
@@ -311,34 +311,22 @@ _REQUEST_FIELDS = set(TrainRequest.__dataclass_fields__)
 @click.option("--policy", required=True, help="A registered policy name or a checkpoint folder.")
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (as simulate --json).")
+@jobs_option
 @click.option("--no-progress", is_flag=True, help="Never show a progress bar.")
-def evaluate(policy: str, placement: str | None, as_json: bool, no_progress: bool, **opts) -> None:
-    """Replay a workload under a policy, by name or from a trained checkpoint folder."""
-    from slurmrl.cli.simulate import print_run, print_seeds
-    from slurmrl.sim.experiment import run_policy
+def evaluate(
+    policy: str, placement: str | None, as_json: bool, jobs: int | None, no_progress: bool, **opts
+) -> None:
+    """Replay a workload under a policy, by name or from a trained checkpoint folder.
+
+    With --seeds N the seeds run in parallel, one process per core (--jobs), as simulate's do.
+    """
+    from slurmrl.cli.simulate import print_run, run_one, run_seeds
 
     settings = build_settings(opts)
     seeds = seed_list(opts)
-    results = []
-    for seed in seeds:
-        workload = build_workload(opts, seed=seed)
-        target: object = policy
-        if Path(policy).is_dir():  # a fresh policy per seed: its history of finished jobs starts empty
-            from slurmrl.policy.registry import make_placement
-            from slurmrl.rl.checkpoints import policy_from_dir
-
-            target = policy_from_dir(policy, make_placement(placement) if placement else None)
-        with progress_bar(len(workload.trace.jobs), Path(policy).name, not no_progress) as bar:
-            results.append(
-                run_policy(
-                    workload,
-                    target,
-                    placement=placement,
-                    settings=settings,  # type: ignore[arg-type]
-                    progress=bar,
-                )
-            )
-    if len(seeds) == 1:
-        print_run(workload, results[0], as_json, settings)
-    else:
-        print_seeds(workload, [r.summary for r in results], results[0].meta, seeds, as_json, settings, None)
+    if len(seeds) > 1:
+        run_seeds(opts, settings, policy, placement, seeds, jobs, as_json, not no_progress, None)
+        return
+    workload = build_workload(opts, seed=seeds[0])
+    result = run_one(workload, policy, placement, settings, not no_progress)
+    print_run(workload, result, as_json, settings)

@@ -48,9 +48,10 @@ TABLE_COLUMNS = [
 ]
 
 
-def _run(
+def run_one(
     workload: Workload, policy: str, placement: str | None, settings: SimSettings, show_progress: bool
 ) -> RunOutput:
+    """One run of a policy (a name or a checkpoint folder, loaded afresh) with a progress bar."""
     from slurmrl.grid.cells import policy_target
 
     label = f"{policy}" + (f"+{placement}" if placement else "")
@@ -135,23 +136,39 @@ def simulate(
     seeds = seed_list(opts)
     if len(seeds) == 1:
         workload = build_workload(opts)
-        result = _run(workload, policy, placement, settings, not no_progress)
+        result = run_one(workload, policy, placement, settings, not no_progress)
         if out is not None:
             save_run(out, result)
         print_run(workload, result, as_json, settings)
     else:
-        _check_policy(policy, placement)
-        tasks, workloads = _replays(
-            opts, settings, [(policy, placement)], seeds, lambda s: out and _seed_dir(out, s), False
-        )
-        rows = _run_replays(tasks, jobs, not no_progress)
-        first = rows[0]
-        summaries = [
-            {k: v for k, v in r.items() if k not in ("policy", "placement", *ROW_FLAGS)} for r in rows
-        ]
-        print_seeds(workloads[seeds[-1]], summaries, first, seeds, as_json, settings, out)
+        run_seeds(opts, settings, policy, placement, seeds, jobs, as_json, not no_progress, out)
     if out is not None and not as_json:
         click.echo(f"results written to {out}")
+
+
+def run_seeds(
+    opts: dict,
+    settings: SimSettings,
+    policy: str,
+    placement: str | None,
+    seeds: list[int],
+    jobs: int | None,
+    as_json: bool,
+    show_progress: bool,
+    out: Path | None,
+) -> None:
+    """One policy on every seed, on the local executor (``jobs`` processes), and the table over the seeds.
+
+    ``simulate --seeds`` and ``evaluate --seeds`` both run this; a policy
+    may be a checkpoint folder, loaded afresh for every seed.
+    """
+    _check_policy(policy, placement)
+    tasks, workloads = _replays(
+        opts, settings, [(policy, placement)], seeds, lambda s: out and _seed_dir(out, s), False
+    )
+    rows = _run_replays(tasks, jobs, show_progress)
+    summaries = [{k: v for k, v in r.items() if k not in ("policy", "placement", *ROW_FLAGS)} for r in rows]
+    print_seeds(workloads[seeds[-1]], summaries, rows[0], seeds, as_json, settings, out)
 
 
 def print_run(workload: Workload, result: RunOutput, as_json: bool, settings: SimSettings) -> None:

@@ -169,7 +169,7 @@ class EasyBackfill(OrderedScheduler):
         # Every group before the first one worth a try, released at once.
         scratch.release_mask(grid < first)
         return self._scan(
-            view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements
+            view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements, grid
         )
 
     def _scan(
@@ -182,8 +182,14 @@ class EasyBackfill(OrderedScheduler):
         start: int,
         tries: int,
         placements: dict[str, Placement],
+        grid: np.ndarray,
     ) -> tuple[float, np.ndarray | None]:
-        """The reservation scan from ``ends[start]`` on, ``scratch`` holding every earlier release."""
+        """The reservation scan from ``ends[start]`` on, ``scratch`` holding every earlier release.
+
+        ``grid`` holds the release time of every busy GPU (``ends`` painted),
+        so a batch of releases is written to ``scratch`` as one mask: the
+        busy GPUs released by its end.
+        """
         now = view.now
         running = self._running
         # Nothing can fit before enough GPUs are free in total, nor before the
@@ -211,7 +217,7 @@ class EasyBackfill(OrderedScheduler):
                 if len(batch) == 1:
                     scratch.release(batch[0])
                 else:
-                    scratch.release_many(batch)
+                    scratch.release_mask((grid <= end) & ~scratch.free)
                 batch = []
                 found = self.placement.place(head, scratch, view)
                 if found is not None:
@@ -233,8 +239,10 @@ class EasyBackfill(OrderedScheduler):
         refused = self._refused if reuse else set()
         self._refused, self._reuse_key = refused, key
         outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
-        top: list[int] = []  # top[k]: free GPUs on the k nodes with most of them (empty: to recount)
-        top_out: list[int] = []  # the same for ``outside``
+        top: TopCounts | None = None  # top[k]: free GPUs on the k nodes with most of them (None: to recount)
+        top_out: TopCounts | None = None  # the same for ``outside``
+        fullest = -1  # top[1], read apart: most candidates may use one node (-1: to recount)
+        nodes = len(pool.free_count)
         shadow = math.inf
         starts: list[Start] = []
         place = self.placement.place
@@ -258,13 +266,20 @@ class EasyBackfill(OrderedScheduler):
             # placement call for most candidates under load.
             k = None  # index into the top counts; None: not checked (a GPU type narrows the nodes)
             if not job.gpu_type:
-                if not top:
-                    top = _top_counts(pool)
-                k = job.max_nodes(now)
-                k = -1 if k is None or k >= len(top) else k
-                if gpus > top[k]:
-                    refused.add(job_id)
-                    continue
+                k = job.num_nodes if now < job.spread_at else None  # JobView.max_nodes, inline
+                if k == 1:
+                    if fullest < 0:
+                        fullest = int(pool.free_count.max())
+                    if gpus > fullest:
+                        refused.add(job_id)
+                        continue
+                else:
+                    if top is None:
+                        top = TopCounts(pool)
+                    k = -1 if k is None or k >= nodes else k
+                    if gpus > top[k]:
+                        refused.add(job_id)
+                        continue
             if outside is None:
                 if self._reserved_key != key:
                     self._reserved = self.reservation(view, pool, head)
@@ -277,8 +292,8 @@ class EasyBackfill(OrderedScheduler):
             if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
                 placement = place(job, pool, view)
             elif gpus <= outside.total_free:
-                if k is not None and not top_out:
-                    top_out = _top_counts(outside)
+                if k is not None and top_out is None:
+                    top_out = TopCounts(outside)
                 placement = None if k is not None and gpus > top_out[k] else place(job, outside, view)
             else:
                 placement = None
@@ -286,11 +301,11 @@ class EasyBackfill(OrderedScheduler):
                 refused.add(job_id)
                 continue
             pool.allocate(placement)
-            top = []  # the pool's counts changed
+            top, fullest = None, -1  # the pool's counts changed
             taken = _free_part(placement, outside)
             if taken is not None:
                 outside.allocate(taken)
-                top_out = []
+                top_out = None
             starts.append(Start(job_id, placement))
             self.started_now(view, job, placement)
         # NaN when no job could use the reservation, so it was never computed.
@@ -410,7 +425,7 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
     if need <= 0:
         return Jump(groups, 0, 0) if groups.size else None
     level = np.arange(width) - free[:, None]  # index of the release giving c = level + 1 free GPUs
-    reach = np.take_along_axis(per_node, np.maximum(level, 0), axis=1)
+    reach = per_node[np.arange(nodes)[:, None], np.maximum(level, 0)]  # take_along_axis, without its overhead
     reach[level < 0] = -math.inf
     if head.gpu_type:
         allowed = tables(pool.cluster).type_masks.get(head.gpu_type)
@@ -441,6 +456,33 @@ def _top_counts(pool: GpuPool) -> list[int]:
     """``[k]``: the free GPUs on the ``k`` nodes with most of them, for every ``k``."""
     counts = np.sort(pool.free_count)[::-1]
     return [0, *np.cumsum(counts).tolist()]
+
+
+class TopCounts:
+    """``_top_counts(pool)[k]`` worked out on demand (``k`` -1: every node).
+
+    Most candidates ask for all nodes (the pool's total) or one (the fullest
+    node's count); only those that may span a few nodes need the sort.
+    """
+
+    __slots__ = ("_pool", "_fullest", "_sums")
+
+    def __init__(self, pool: GpuPool) -> None:
+        self._pool = pool
+        self._fullest = -1  # the fullest node's free GPUs (-1: not read yet)
+        self._sums: list[int] | None = None
+
+    def __getitem__(self, k: int) -> int:
+        pool = self._pool
+        if k < 0 or k >= len(pool.free_count):
+            return pool.total_free
+        if k == 1:
+            if self._fullest < 0:
+                self._fullest = int(pool.free_count.max())
+            return self._fullest
+        if self._sums is None:
+            self._sums = _top_counts(pool)
+        return self._sums[k]
 
 
 def _paint(grid: np.ndarray, placement: Placement, end: float) -> None:

@@ -52,3 +52,23 @@ def test_simulate_seeds_on_two_processes_equals_one(tmp_path: Path) -> None:
     assert printed[0] == printed[1]
     assert _fingerprints(tmp_path / "jobs1") == _fingerprints(tmp_path / "jobs2")
     assert sorted(_fingerprints(tmp_path / "jobs1")) == ["seed-0", "seed-1", "seed-2"]
+
+
+def test_evaluate_seeds_on_two_processes_equal_one_and_simulate() -> None:
+    printed = []
+    for command, jobs in (("evaluate", "1"), ("evaluate", "2"), ("simulate", "2")):
+        args = [command, *WORKLOAD, "--policy", "tiresias", "--seeds", "3", "--json", "--jobs", jobs]
+        result = CliRunner().invoke(main, args)
+        assert result.exception is None, result.output
+        rows = json.loads(result.output)["rows"]
+        printed.append(_without_wall(rows))
+    assert len(printed[0]) == 1 and printed[0][0]["finished"] == {"mean": 80.0, "half_width": 0.0, "n": 3}
+    assert printed[0] == printed[1] == printed[2]
+
+
+def test_evaluate_seeds_refuses_an_unknown_policy_before_any_run() -> None:
+    result = CliRunner().invoke(
+        main, ["evaluate", *WORKLOAD, "--policy", "fifoo", "--seeds", "2", "--jobs", "2"]
+    )
+    assert result.exit_code != 0 and isinstance(result.exception, SystemExit)
+    assert "unknown policy 'fifoo'" in result.output and "Traceback" not in result.output

@@ -107,3 +107,48 @@ def test_env_prints_path_for_the_release(tc, tmp_path, capsys, monkeypatch) -> N
 
 def test_mount_points_of_this_process(tc) -> None:
     assert "/" in tc.mount_points() and "/proc" in tc.mount_points()
+
+
+def test_a_chroot_release_runs_its_daemons_with_its_usr_in_a_namespace(tc, tmp_path) -> None:
+    host = tc.Paths(tmp_path / "a", tc.RELEASES["22.05"])
+    suite = tc.Paths(tmp_path / "b", tc.RELEASES["24.11"])
+    assert tc.in_release(host, ["slurmd", "-N", "node01"]) == ["slurmd", "-N", "node01"]
+    cmd = tc.in_release(suite, ["slurmd", "-N", "node01"])
+    assert cmd[:5] == ["unshare", "--mount", "--propagation", "private", "--"]
+    assert cmd[5:7] == ["sh", "-c"] and cmd[-4:] == [str(suite.chroot), "slurmd", "-N", "node01"]
+    script = cmd[7]
+    # The host's /usr/local is kept, then the suite's /usr covers the host's; nothing else.
+    assert script.index('"$suite/usr/local"') < script.index('mount --rbind "$suite/usr" /usr')
+    assert script.count("mount ") == 3 and 'exec "$@"' in script
+
+
+def test_a_host_without_merged_usr_is_refused(tc, monkeypatch) -> None:
+    monkeypatch.setattr(tc, "MERGED_USR", ("tmp", "no-such-folder-here"))  # /tmp is a real folder
+    with pytest.raises(tc.TestClusterError, match=r"^/tmp is not a link into /usr"):
+        tc.check_merged_usr()
+
+
+def test_packages_installed_in_a_chroot(tc, tmp_path) -> None:
+    info = tmp_path / "var/lib/dpkg/info"
+    info.mkdir(parents=True)
+    (info / "munge.list").write_text("")
+    (info / "libffi8:amd64.list").write_text("")
+    assert tc.installed_in(tmp_path, "munge") and tc.installed_in(tmp_path, "libffi8")
+    assert not tc.installed_in(tmp_path, "slurmd")
+
+
+def test_unmount_under_takes_the_newest_mount_first_and_only_its_own(tc, tmp_path, monkeypatch) -> None:
+    chroot = tmp_path / "chroot"
+    points = ["/", f"{chroot}/proc", f"{chroot}-other", f"{chroot}/tmp/x", "/proc"]
+    calls: list[list[str]] = []
+
+    def fake_run(args: list[str], *rest: object, **kw: object) -> argparse.Namespace:
+        calls.append(args)
+        points.remove(args[-1])
+        return argparse.Namespace(returncode=0)
+
+    monkeypatch.setattr(tc, "mount_points", lambda: list(points))
+    monkeypatch.setattr(tc, "run_cmd", fake_run)
+    assert tc.unmount_under(chroot) == []
+    assert calls == [["umount", f"{chroot}/tmp/x"], ["umount", f"{chroot}/proc"]]
+    assert points == ["/", f"{chroot}-other", "/proc"]

@@ -151,6 +151,22 @@ def test_tiresias_skipping_doomed_jobs_changes_no_replay() -> None:
     assert any(p for *_, p in fast)  # the load makes it preempt
 
 
+def test_tiresias_keeping_running_jobs_ranked_changes_no_replay() -> None:
+    """Victims and wake-ups from the index kept between passes equal those of ranking every running job."""
+    from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
+    from slurmrl.policy.ordering.tiresias import Tiresias
+
+    class PlainTiresias(Tiresias):
+        key_changes_at = PreemptiveScheduler.key_changes_at  # type: ignore[assignment]
+
+    fast_policy = make_policy("tiresias", "consolidate")
+    assert fast_policy.index is not None and PlainTiresias(Consolidate()).index is None  # type: ignore[attr-defined]
+    for speed_model in ("none", "placement"):
+        fast = _replay(make_policy("tiresias", "consolidate"), "2x4x8", speed_model)
+        assert fast == _replay(PlainTiresias(Consolidate()), "2x4x8", speed_model)
+        assert any(p for *_, p in fast)  # the load makes it preempt
+
+
 def test_backfill_bounds_change_no_replay() -> None:
     fast = _replay(make_policy("sjf-oracle", "first-fit"), "2x4x8", "none")
     generic = make_policy("sjf-oracle", "first-fit")

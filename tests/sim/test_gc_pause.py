@@ -1,4 +1,5 @@
 import gc
+import weakref
 
 import pytest
 
@@ -26,3 +27,39 @@ def test_restores_after_an_error_and_leaves_a_disabled_collector_disabled() -> N
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_what_the_pause_left_alive_goes_to_the_oldest_generation_unscanned() -> None:
+    with paused_gc():
+        kept = [_Node() for _ in range(10)]
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(node) in oldest for node in kept)
+    assert gc.get_freeze_count() == 0
+
+
+def test_cycles_made_in_the_pause_are_still_collected() -> None:
+    collected: list[bool] = []
+    with paused_gc():
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+
+        probe = weakref.ref(a, lambda _: collected.append(True))
+        del a, b
+    gc.collect()
+    assert probe() is None and collected == [True]
+
+
+def test_objects_someone_else_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            _ = [_Node() for _ in range(3)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -15,7 +15,9 @@ a start may use GPUs of a job preempted in the same pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+import math
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from slurmrl.cluster.model import Placement
@@ -38,6 +40,9 @@ class PreemptiveScheduler:
         self.placement = placement
         self.min_run = min_run  # a running job is safe from preemption for this long after it starts
         self.max_preempt_per_pass = MAX_PREEMPT_PER_PASS
+        # The running jobs ranked between passes (None: keys move all the time).
+        foresees = type(self).key_changes_at is not PreemptiveScheduler.key_changes_at
+        self.index: RunningIndex | None = RunningIndex(self) if foresees else None
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         return None
@@ -79,11 +84,27 @@ class PreemptiveScheduler:
         """When priorities next change without an event (a demotion, a promotion), if ever."""
         return None
 
+    def key_changes_at(self, job: JobView, now: float) -> float | None:
+        """About when running ``job``'s key next changes (inf: not while it runs).
+
+        None (the default) says keys of running jobs move all the time, so
+        every pass keys and sorts every running job. A scheduler whose keys
+        change only at times it can foresee (Tiresias's demotions) returns
+        that time, within :func:`key_margin` of the exact instant, and the
+        pass keeps the running jobs ranked between passes instead
+        (:class:`RunningIndex`), re-keying a job only once that time is near.
+        Such keys must be unique (end with the job id).
+        """
+        return None
+
     # -- the pass ---------------------------------------------------------------------
 
     def decide(self, view: ClusterView) -> Decisions:
         self.prepare(view)
         now = view.now
+        index = self.index
+        if index is not None:
+            index.sync(view)
         ranked = self.rank(view)
         order = JobIds(ranked)
         if not ranked:
@@ -113,8 +134,11 @@ class PreemptiveScheduler:
                 # Only the worst-ranked victim decides whether to go on, so the
                 # full ranking of victims waits until a job may displace it.
                 if victims is None:
-                    exposed = exposed or self._exposed(view)
-                    worst = _first_of(*exposed)
+                    if index is not None:
+                        worst = index.worst()
+                    else:
+                        exposed = exposed or self._exposed(view)
+                        worst = _first_of(*exposed)
                 else:
                     worst = victims[0] if victims else None
                 if (
@@ -128,7 +152,9 @@ class PreemptiveScheduler:
             placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
             if placement is None and len(preempted) < self.max_preempt_per_pass:
                 if victims is None:
-                    victims = _ranked(*(exposed or self._exposed(view)))
+                    victims = (
+                        index.ranked() if index is not None else _ranked(*(exposed or self._exposed(view)))
+                    )
                 placement = self._displace(job, pool, view, victims, preempted)
             if placement is None:
                 if unconstrained and (smallest_failure is None or job.gpus < smallest_failure):
@@ -207,6 +233,125 @@ class PreemptiveScheduler:
                 preempted.append(victim)
                 victims.remove(victim)
         return found
+
+
+def key_margin(at: float) -> float:
+    """How far a foreseen key change may be from the exact one: float error of times near ``at``, a million-fold."""
+    return 1e-6 * max(1.0, abs(at))
+
+
+class RunningIndex:
+    """Running jobs kept in key order between passes, for keys that change only at foreseen times.
+
+    Ranking every running job in every pass (to pick victims, worst first)
+    was most of a preemptive replay; here a pass costs one identity check
+    per running job, and keys are computed when a job starts, when its
+    protection (``min_run``) ends, and when the scheduler's foreseen change
+    (:meth:`PreemptiveScheduler.key_changes_at`) comes within
+    :func:`key_margin`, where the key is computed exactly at every pass
+    until it has changed. So every key read equals ``key(job, now)``.
+    """
+
+    def __init__(self, scheduler: PreemptiveScheduler) -> None:
+        self._sched = scheduler
+        self._jobs: dict[str, JobView] = {}  # running jobs as last seen (identity tells a restart)
+        self._key: dict[str, Any] = {}  # keys of the exposed jobs (past their protection)
+        self._order: list[tuple[Any, str]] = []  # the exposed jobs, best (smallest key) first
+        self._protected: list[tuple[float, str]] = []  # (start, id) of protected jobs, by start
+        self._changes: list[tuple[float, str]] = []  # (foreseen key change, id), soonest first
+        self._change_of: dict[str, float] = {}
+        self.unstarted = 0  # running jobs without a start time (their service never grows)
+
+    def sync(self, view: ClusterView) -> None:
+        """Follow ``view.running``: new and gone jobs, ended protections, keys about to change."""
+        now = view.now
+        jobs = self._jobs
+        running: Collection[JobView] = view.running
+        if len(running) != len(jobs) or any(jobs.get(j.job_id) is not j for j in running):
+            here = {j.job_id: j for j in running}
+            for job_id in [i for i, j in jobs.items() if here.get(i) is not j]:
+                self._drop(job_id)
+            for job_id, job in here.items():
+                if job_id not in jobs:
+                    self._add(job, now)
+        min_run, protected = self._sched.min_run, self._protected
+        while protected and now - protected[0][0] >= min_run:
+            self._expose(jobs[protected.pop(0)[1]], now)
+        changes = self._changes
+        i = 0
+        while i < len(changes) and changes[i][0] - key_margin(changes[i][0]) <= now:
+            at, job_id = changes[i]
+            job = jobs[job_id]
+            later = self._sched.key_changes_at(job, now)
+            old = self._key.get(job_id)
+            if old is not None:
+                key = self._sched.key(job, now)
+                if key != old:
+                    self._order.pop(bisect.bisect_left(self._order, (old, job_id)))
+                    bisect.insort(self._order, (key, job_id))
+                    self._key[job_id] = key
+            if later != at:
+                del changes[i]
+                self._foresee(job_id, later)
+                if later is not None and later < at:
+                    i = 0  # moved to the front: look again from there
+            else:
+                i += 1
+
+    def worst(self) -> JobView | None:
+        """The exposed running job with the largest key."""
+        return self._jobs[self._order[-1][1]] if self._order else None
+
+    def ranked(self) -> list[JobView]:
+        """The exposed running jobs, worst-ranked (largest key) first."""
+        jobs = self._jobs
+        return [jobs[job_id] for _, job_id in reversed(self._order)]
+
+    def changes(self) -> Iterator[tuple[float, JobView]]:
+        """(foreseen key change, job) of the running jobs whose key will change, soonest first."""
+        jobs = self._jobs
+        for at, job_id in self._changes:
+            yield at, jobs[job_id]
+
+    def _add(self, job: JobView, now: float) -> None:
+        self._jobs[job.job_id] = job
+        self.unstarted += job.start_time is None
+        if job.placement is None:
+            pass  # never a victim (the plain pass skips it too)
+        elif job.start_time is None:
+            if 0.0 >= self._sched.min_run:  # counts as just started, at every pass
+                self._expose(job, now)
+        elif now - job.start_time >= self._sched.min_run:
+            self._expose(job, now)
+        else:
+            bisect.insort(self._protected, (job.start_time, job.job_id))
+        self._foresee(job.job_id, self._sched.key_changes_at(job, now))
+
+    def _foresee(self, job_id: str, at: float | None) -> None:
+        if at is None or not math.isfinite(at):
+            self._change_of.pop(job_id, None)
+            return
+        self._change_of[job_id] = at
+        bisect.insort(self._changes, (at, job_id))
+
+    def _expose(self, job: JobView, now: float) -> None:
+        key = self._key[job.job_id] = self._sched.key(job, now)
+        bisect.insort(self._order, (key, job.job_id))
+
+    def _drop(self, job_id: str) -> None:
+        job = self._jobs.pop(job_id)
+        self.unstarted -= job.start_time is None
+        key = self._key.pop(job_id, None)
+        if key is not None:
+            self._order.pop(bisect.bisect_left(self._order, (key, job_id)))
+        elif job.start_time is not None and job.placement is not None:
+            entry = (job.start_time, job_id)
+            i = bisect.bisect_left(self._protected, entry)
+            if i < len(self._protected) and self._protected[i] == entry:
+                del self._protected[i]
+        at = self._change_of.pop(job_id, None)
+        if at is not None:
+            self._changes.pop(bisect.bisect_left(self._changes, (at, job_id)))
 
 
 def _ranked(jobs: list[JobView], keys: list[Any]) -> list[JobView]:

@@ -23,6 +23,7 @@ slower.
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ ColumnFn = Callable[[JobView], Sequence[float]]
 KeyFn = Callable[[np.ndarray, float], np.ndarray]
 
 _BLOCK = 128  # jobs materialised at a time when a pass walks the ranking
+_FIRST_BLOCK = 8  # the first block (doubled up to _BLOCK): many passes read only the head
 _MAX_EXTRA = 64  # later arrivals kept apart before they are folded into the sorted arrays
 
 
@@ -43,34 +45,41 @@ class Ranked:
     """One pass's ranking, read lazily; iterating it again gives the same jobs.
 
     A snapshot: later starts and arrivals do not change it, so the daemon can
-    still read the whole order after the pass.
+    still read the whole order after the pass. The liveness array is the
+    ranking's own until the ranking next changes it, which copies it first
+    while a snapshot still holds it (:meth:`Ranking._writable`).
     """
 
-    __slots__ = ("_views", "_order", "_alive", "_extra")
+    __slots__ = ("_views", "_order", "_alive", "_extra", "__weakref__")
 
     def __init__(
-        self, views: list[JobView], order: np.ndarray, alive: np.ndarray, extra: list[tuple[int, int]]
+        self,
+        views: list[JobView],
+        order: np.ndarray,
+        alive: np.ndarray,
+        extra: list[tuple[float, float, int, int]],
     ) -> None:
         self._views = views
         self._order = order  # arrival numbers sorted at the last re-key (dead ones included)
         self._alive = alive
-        self._extra = extra  # (position in order, arrival number) of later arrivals, sorted
+        self._extra = extra  # (key, submit, arrival number, position in order) of later arrivals, sorted
 
     def __iter__(self) -> Iterator[JobView]:
         views, alive, order, extra = self._views, self._alive, self._order, self._extra
         n = order.size
-        e, cursor = 0, 0
+        e, cursor, size = 0, 0, _FIRST_BLOCK
         while cursor < n or e < len(extra):
-            stop = min(n, cursor + _BLOCK)
-            if e < len(extra) and extra[e][0] < stop:
-                stop = extra[e][0]
+            stop = min(n, cursor + size)
+            size = min(2 * size, _BLOCK)
+            if e < len(extra) and extra[e][3] < stop:
+                stop = extra[e][3]
             if stop > cursor:
                 block = order[cursor:stop]
                 for seq in block[alive[block]].tolist():
                     yield views[seq]
                 cursor = stop
-            while e < len(extra) and extra[e][0] <= cursor:
-                seq = extra[e][1]
+            while e < len(extra) and extra[e][3] <= cursor:
+                seq = extra[e][2]
                 if alive[seq]:
                     yield views[seq]
                 e += 1
@@ -96,6 +105,20 @@ class Ranking:
         self._next_rekey = -np.inf
         self._force = False
         self.rebuilds = 0  # full re-keys so far (for tests and profiling)
+        self._lent: weakref.ref[Ranked] | None = None  # the last snapshot handed the liveness array
+
+    def _writable(self) -> np.ndarray:
+        """The liveness array, copied first if a snapshot still reads it.
+
+        A pass's snapshot is usually gone (with the pass's decisions) by
+        the next change, so most passes copy nothing.
+        """
+        lent = self._lent
+        if lent is not None:
+            self._lent = None
+            if lent() is not None:
+                self._alive = self._alive.copy()
+        return self._alive
 
     def invalidate(self) -> None:
         """Re-key every pending job at the next :meth:`order` (the keys' inputs changed)."""
@@ -110,7 +133,7 @@ class Ranking:
         for job_id in job_ids:
             seq = self._seq.get(job_id)
             if seq is not None and self._alive[seq]:
-                self._alive[seq] = False
+                self._writable()[seq] = False
                 self._count -= 1
 
     def absorb(self, view: ClusterView) -> None:
@@ -147,7 +170,9 @@ class Ranking:
             self._merge(now)
             if len(self._extra) > _MAX_EXTRA:
                 self._fold()
-        return Ranked(self._views, self._order, self._alive.copy(), [(x[3], x[2]) for x in self._extra])
+        ranked = Ranked(self._views, self._order, self._alive, self._extra.copy())
+        self._lent = weakref.ref(ranked)
+        return ranked
 
     # -- bookkeeping --------------------------------------------------------------
 
@@ -159,7 +184,7 @@ class Ranking:
             # the arrival number of the old one. A requeued job keeps its
             # submit time, and its place among equals, as under Slurm.
             if self._alive[seq]:
-                self._alive[seq] = False
+                self._writable()[seq] = False
                 self._count -= 1
             seq = None
         if seq is None:
@@ -174,13 +199,13 @@ class Ranking:
         self._table[seq, 0] = job.submit_time
         self._table[seq, 1:] = self._columns(job)
         if not self._alive[seq]:
-            self._alive[seq] = True
+            self._writable()[seq] = True
             self._count += 1
         self._new.append(seq)
         return seq
 
     def _from_view(self, pending: Iterable[JobView]) -> None:
-        self._alive[:] = False
+        self._writable()[:] = False
         self._count = 0
         self._new.clear()
         for job in pending:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from slurmrl.policy.base import PlacementPolicy
-from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
+from slurmrl.policy.ordering.preemptive import PreemptiveScheduler, key_margin
 from slurmrl.policy.view import ClusterView, JobView
 
 # Queue thresholds in GPU-seconds. Tiresias found two queues enough and tunes
@@ -147,6 +147,21 @@ class Tiresias(PreemptiveScheduler):
     def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
         return self.queue(victim, now) > self.queue(job, now)
 
+    def key_changes_at(self, job: JobView, now: float) -> float:
+        """When running ``job`` reaches the next threshold (inf: in the last queue, or not accruing).
+
+        Its counted service grows at ``gpus`` per second from its start and
+        its offset holds while it runs, so the time follows from the start
+        alone, the same at every pass.
+        """
+        if job.gpus <= 0 or job.start_time is None:
+            return math.inf
+        q = bisect.bisect_right(self.thresholds, self._counted([job], now)[0])
+        if q == len(self.thresholds):
+            return math.inf
+        owed = self.thresholds[q] + self._offset.get(job.job_id, 0.0) - job.attained_service
+        return job.start_time + owed / job.gpus
+
     def wake_at(self, view: ClusterView) -> float | None:
         """Next demotion of a running job or promotion of a starved one, while jobs wait."""
         if not view.pending:
@@ -154,13 +169,26 @@ class Tiresias(PreemptiveScheduler):
         now, best = view.now, math.inf
         thresholds = self.thresholds
         last = len(thresholds)
-        running = [j for j in view.running if j.gpus > 0]
-        for job, counted in zip(running, self._counted(running, now), strict=True):
-            q = bisect.bisect_right(thresholds, counted)
-            if q < last:
-                at = now + (thresholds[q] - counted) / job.gpus
-                if at < best:
-                    best = at
+        index = self.index
+        if index is not None and not index.unstarted:
+            # Only jobs whose foreseen demotion could come first are worked out exactly.
+            for foreseen, job in index.changes():
+                if foreseen - key_margin(foreseen) > best:
+                    break
+                counted = self._counted([job], now)[0]
+                q = bisect.bisect_right(thresholds, counted)
+                if q < last:
+                    at = now + (thresholds[q] - counted) / job.gpus
+                    if at < best:
+                        best = at
+        else:
+            running = [j for j in view.running if j.gpus > 0]
+            for job, counted in zip(running, self._counted(running, now), strict=True):
+                q = bisect.bisect_right(thresholds, counted)
+                if q < last:
+                    at = now + (thresholds[q] - counted) / job.gpus
+                    if at < best:
+                        best = at
         heap = self._promotions
         while heap and heap[0][1] not in self._stopped:
             heapq.heappop(heap)

@@ -66,16 +66,24 @@ class FirstFit:
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
         job = node_request(job, view)
-        if job.gpus <= 0 or job.gpus > pool.total_free:
+        gpus = job.gpus
+        if gpus <= 0 or gpus > pool.total_free:
             return None
-        mask = eligible_nodes(job, pool)
-        if job.gpus <= pool.cluster.max_gpus_per_node and (job.num_nodes in (None, 1)):
-            fits = mask & (pool.free_count >= job.gpus)
+        mask = None
+        if gpus <= pool.cluster.max_gpus_per_node and (job.num_nodes in (None, 1)):
+            # Nodes with room for the job have free GPUs: the eligibility mask
+            # matters only under a GPU type or a node list.
+            fits = pool.free_count >= gpus
+            if job.gpu_type or job.allowed_nodes is not None:
+                mask = eligible_nodes(job, pool)
+                fits &= mask
             node = int(fits.argmax())  # the first node that fits, if any does
             if fits[node]:
-                return Placement.of([(node, pool.free_gpus(node)[: job.gpus])])
+                return Placement.of([(node, pool.free_gpus(node)[:gpus])])
             if job.num_nodes == 1:
                 return None
+        if mask is None:
+            mask = eligible_nodes(job, pool)
         return take_in_order(job, pool, np.flatnonzero(mask))
 
 
