@@ -196,17 +196,19 @@ class Targets:
 @dataclass(frozen=True)
 class Verdict:
     target: str
-    value: float
+    value: float  # a relative change, or a ratio when ``ratio``
     met: bool
+    ratio: bool = False
 
     def __str__(self) -> str:
-        return f"{self.target}: {self.value:+.1%} ({'met' if self.met else 'missed'})"
+        shown = f"{self.value:.2f}x" if self.ratio else f"{self.value:+.1%}"
+        return f"{self.target}: {shown} ({'met' if self.met else 'missed'})"
 
 
 def verdicts(
     gap: GapClosure, makespan: tuple[float, float], ftf: tuple[float, float], targets: Targets = Targets()
 ) -> tuple[Verdict, ...]:
-    """``gap`` against ``targets``; ``makespan`` and ``ftf`` are (P, H) means (ftf_rho_max given as a ratio - 1)."""
+    """``gap`` against ``targets``; ``makespan`` and ``ftf`` are (P, H) means of makespan and ftf_rho_max."""
     if gap.headroom.mean > targets.large_headroom:
         first = Verdict(
             f"gap closure >= {targets.min_closure:.0%}", gap.jct.mean, gap.jct.mean >= targets.min_closure
@@ -222,7 +224,10 @@ def verdicts(
         first,
         Verdict(f"makespan vs H <= {targets.max_makespan:+.0%}", mk, mk <= targets.max_makespan),
         Verdict(
-            f"ftf_rho_max <= {targets.max_ftf_ratio:g}x H's", ratio - 1.0, ratio <= targets.max_ftf_ratio
+            f"ftf_rho_max <= {targets.max_ftf_ratio:g}x H's",
+            ratio,
+            ratio <= targets.max_ftf_ratio,
+            ratio=True,
         ),
     )
 

@@ -177,5 +177,5 @@ def test_targets_judge_closure_where_headroom_is_large_else_the_loss_to_h() -> N
     assert "gap closure" in str(wide[0]) and "+40.0%" in str(wide[0])
     narrow = verdicts(gap(100.0, 90.0, 103.0), makespan=(106.0, 100.0), ftf=(5.0, 2.0))
     assert [v.met for v in narrow] == [False, False, False]  # 3% worse than H, makespan +6%, ftf 2.5x
-    assert "avg JCT vs H" in str(narrow[0])
+    assert "avg JCT vs H" in str(narrow[0]) and str(narrow[2]).endswith(": 2.50x (missed)")
     assert verdicts(gap(100.0, 90.0, 101.0), makespan=(100.0, 100.0), ftf=(2.0, 1.0))[0].met
