@@ -1,163 +1,247 @@
-"""The evaluation tables of policies/topdrl-philly/card.md, from `slurmrl compare --out DIR` folders.
+"""A learned policy family on its held-out suite: the compare commands, and the card's tables from their output.
 
-Reads each folder's comparison.json (folders of the same workload are merged:
-the simulator is deterministic, so a row is the same whichever run made it)
-and prints, per week, every row sorted by
-average JCT (with finish-time fairness and the distance to the best deployable
-heuristic and to the avg-JCT lower bound), then the learned rows (checkpoint
-folders, or the registered ``topdrl``) against the best deployable heuristic:
-avg JCT, makespan and ftf_rho_max per checkpoint and their mean. Prints only;
-the runs themselves are the compare commands the card lists.
+For every entry of the family in the frozen suite
+(``slurmrl/scenarios/data/heldout.toml``) two ``slurmrl compare`` runs are
+made over the suite's seeds:
 
-    python benchmarks/rl_card.py /tmp/cmp-week3 /tmp/cmp-week4
+* every deployable heuristic (each registered ordering x each placement) and
+  the clairvoyant references (``sjf-oracle``, ``srtf-oracle``, and
+  ``srtf-oracle-elastic`` on elastic runs) on every placement, so H and O
+  are the strongest rows there are. On a cluster of one GPU type
+  ``type-aware`` is left out: it then places exactly as ``topology`` does
+  (``slurmrl/policy/placement/type_aware.py``), so its rows would repeat
+  topology's;
+* the learned policies asked for (``--learned``, compare's NAME[+PLACEMENT]),
+  into ``OUT/<entry>/learned-<family>``.
+
+Kept apart so a new checkpoint re-runs only its own rows. ``--run`` runs
+the commands whose folder has no result yet; without it the script only
+prints the commands and the tables of what is there. The tables: every row
+(mean over the seeds, 95% interval on avg JCT), then per learned row the gap
+closure (:mod:`slurmrl.report.gap`), makespan and ftf_rho_max against H,
+and the verdict on the learned-policy targets (:class:`slurmrl.report.gap.Targets`).
+
+    python benchmarks/rl_card.py topdrl --learned policies/topdrl-philly+topology --out DIR --run
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import math
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmrl.report.gap import GapClosure, format_stat, gap_closures, table_row, verdicts
+from slurmrl.scenarios.suite import SuiteRun, load_suite
+from slurmrl.sim.seeds import SeedStat, seed_stat
+
+REFERENCES = ("sjf-oracle", "srtf-oracle")
+ELASTIC_REFERENCE = "srtf-oracle-elastic"
+SHOWN = ("avg_jct", "p95_jct", "makespan", "ftf_rho_max")
+
 
 @dataclass(frozen=True)
-class Row:
-    policy: str
-    placement: str
-    deployable: bool
-    avg_jct: float
-    p95_jct: float
-    makespan: float
-    ftf_rho_max: float
-    lower_bound: float
+class Entry:
+    """One suite run of the family and where its two compare runs go."""
+
+    run: SuiteRun
+    seeds: tuple[int, ...]
+    folder: Path
 
     @property
-    def learned(self) -> bool:
-        """A trained network: a checkpoint folder or the registered ``topdrl`` (not its no-network baseline)."""
-        return self.policy != "topdrl-first" and "topdrl" in self.policy
+    def learned_part(self) -> str:
+        """The learned rows' folder: one per family, the heuristics' folder is shared by families."""
+        return f"learned-{self.run.family}"
 
     @property
-    def label(self) -> str:
-        return f"{self.policy}{'' if self.deployable else '*'}"
+    def elastic(self) -> bool:
+        return self.run.elastic != "off"
+
+    @property
+    def title(self) -> str:
+        extra = [f"speed model {self.run.speed_model}"]
+        if self.elastic:
+            extra.append(f"elastic {self.run.elastic}")
+        return f"{self.run.scenario} ({', '.join(extra)}; seeds {self.seeds[0]}-{self.seeds[-1]})"
+
+    def command(self, policies: Sequence[str], part: str) -> list[str]:
+        return [
+            "slurmrl",
+            "compare",
+            "--scenario",
+            self.run.scenario,
+            "--seed",
+            str(self.seeds[0]),
+            "--seeds",
+            str(len(self.seeds)),
+            "--speed-model",
+            self.run.speed_model,
+            "--elastic",
+            self.run.elastic,
+            "--no-progress",
+            "--out",
+            str(self.folder / part),
+            "--policies",
+            ",".join(policies),
+        ]
 
 
-def load_rows(folder: Path) -> tuple[str, list[Row]]:
-    data = json.loads((folder / "comparison.json").read_text())
-    rows = [
-        Row(
-            str(r["policy"]),
-            str(r["placement"]),
-            bool(r["deployable"]),
-            float(r["avg_jct"]),
-            float(r["p95_jct"]),
-            float(r["makespan"]),
-            float(r["ftf_rho_max"]) if r.get("ftf_rho_max") is not None else float("nan"),
-            float(r["avg_jct_lower_bound"]),
-        )
-        for r in data["rows"]
-    ]
-    return str(data["meta"].get("workload", folder.name)), rows
+def entries(family: str, out: Path) -> list[Entry]:
+    suite = load_suite()
+    seeds = suite.seeds
+    if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
+        sys.exit(f"{suite.source}: 'seeds' must be consecutive for compare --seeds")
+    runs = suite.for_family(family)
+    if not runs:
+        sys.exit(f"{suite.source}: no entry for '{family}' (families: {', '.join(suite.families())})")
+    return [Entry(r, seeds, out / _key(r)) for r in runs]
 
 
-def best_heuristic(rows: list[Row]) -> Row:
-    return min((r for r in rows if r.deployable and not r.learned), key=lambda r: r.avg_jct)
+def _key(run: SuiteRun) -> str:
+    key = run.scenario
+    if run.speed_model != "placement":
+        key += f"-{run.speed_model}"
+    if run.elastic != "off":
+        key += "-elastic-" + run.elastic.removeprefix("fraction:")
+    return key
 
 
-def pct(value: float, base: float) -> str:
-    return f"{100.0 * (value / base - 1.0):+.1f}%"
+def heuristic_rows(entry: Entry) -> list[str]:
+    """Every deployable ordering and every clairvoyant reference, each on every placement that differs."""
+    from slurmrl.cluster.spec import load_cluster
+    from slurmrl.policy.registry import placement_names, policy_entry, policy_names
+    from slurmrl.scenarios.catalog import get_scenario
+
+    cluster = load_cluster(get_scenario(entry.run.scenario).cluster_spec())
+    placements = [p for p in placement_names() if p != "type-aware" or len(cluster.gpu_types) > 1]
+    references = REFERENCES + ((ELASTIC_REFERENCE,) if entry.elastic else ())
+    orderings = [n for n in policy_names() if policy_entry(n).deployable and not policy_entry(n).learned]
+    return [f"{n}+{p}" for n in (*orderings, *references) for p in placements]
 
 
-def table(rows: list[Row]) -> list[str]:
-    best = best_heuristic(rows)
-    out = [
-        "| policy | placement | avg JCT (s) | p95 JCT (s) | makespan (s) | ftf_rho_max | JCT vs best deployable | JCT / lower bound |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in sorted(rows, key=lambda r: r.avg_jct):
-        out.append(
-            f"| {r.label} | {r.placement} | {r.avg_jct:,.0f} | {r.p95_jct:,.0f} | {r.makespan:,.0f} | "
-            f"{r.ftf_rho_max:.2f} | {pct(r.avg_jct, best.avg_jct)} | {r.avg_jct / r.lower_bound:.2f} |"
-        )
-    return out
+def run_missing(entry: Entry, parts: dict[str, list[str]]) -> None:
+    for part, policies in parts.items():
+        if policies and not (entry.folder / part / "aggregate.json").exists():
+            print(f"running: {shlex.join(entry.command(policies, part))}", file=sys.stderr, flush=True)
+            subprocess.run(entry.command(policies, part), check=True, stdout=subprocess.DEVNULL)
 
 
-def learned_summary(rows: list[Row]) -> list[str]:
-    best = best_heuristic(rows)
-    learned = [r for r in rows if r.learned]
-    out = [
-        f"best deployable heuristic: {best.policy}+{best.placement} (avg JCT {best.avg_jct:,.0f} s, "
-        f"makespan {best.makespan:,.0f} s, ftf_rho_max {best.ftf_rho_max:.2f}); "
-        f"avg-JCT lower bound {best.lower_bound:,.0f} s",
-        "",
-        "| checkpoint | avg JCT (s) | vs best | makespan (s) | vs best | ftf_rho_max | vs best |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in learned:
-        out.append(
-            f"| {r.policy} | {r.avg_jct:,.0f} | {pct(r.avg_jct, best.avg_jct)} | {r.makespan:,.0f} | "
-            f"{pct(r.makespan, best.makespan)} | {r.ftf_rho_max:.2f} | {pct(r.ftf_rho_max, best.ftf_rho_max)} |"
-        )
-    out += ["", *gap_lines(rows, learned, best)]
-    if len(learned) > 1:
-        jct = statistics.fmean(r.avg_jct for r in learned)
-        mk = statistics.fmean(r.makespan for r in learned)
-        ftf = statistics.fmean(r.ftf_rho_max for r in learned)
-        out.append(
-            f"| mean of {len(learned)} | {jct:,.0f} | {pct(jct, best.avg_jct)} | {mk:,.0f} | "
-            f"{pct(mk, best.makespan)} | {ftf:.2f} | {pct(ftf, best.ftf_rho_max)} |"
-        )
-    return out
-
-
-def gap_lines(rows: list[Row], learned: list[Row], best: Row) -> list[str]:
-    """Gap closure (slurmrl.report.gap.closure) of each learned row against both clairvoyant references."""
-    from slurmrl.report.gap import closure
-
+def per_seed_rows(entry: Entry) -> list[list[dict[str, object]]]:
+    """Each seed's rows of both runs (a row is keyed by policy+placement; the first run's copy wins)."""
     out = []
-    for ref_name in ("srtf-oracle", "sjf-oracle"):
-        refs = [r for r in rows if r.policy == ref_name]
-        if not refs:
-            continue
-        ref = min(refs, key=lambda r: r.avg_jct)
-        headroom = (best.avg_jct - ref.avg_jct) / best.avg_jct
-        for r in learned:
-            gap = closure(best.avg_jct, ref.avg_jct, r.avg_jct)
-            out.append(
-                f"gap closure of {r.policy} against {ref_name} ({ref.avg_jct:,.0f} s; headroom "
-                f"{100 * headroom:.1f}% of H): {100 * gap:+.1f}%"
-            )
+    for seed in entry.seeds:
+        rows: dict[str, dict[str, object]] = {}
+        for part in ("heuristics", entry.learned_part):
+            path = entry.folder / part / f"seed-{seed}" / "comparison.json"
+            if path.exists():
+                for r in json.loads(path.read_text())["rows"]:
+                    rows.setdefault(f"{r['policy']}+{r['placement']}", r)
+        out.append(list(rows.values()))
     return out
 
 
-def merged(rows: list[Row]) -> list[Row]:
-    """One row per policy and placement: the simulator is deterministic, so repeats are the same run."""
-    seen: dict[tuple[str, str], Row] = {}
-    for r in rows:
-        seen.setdefault((r.policy, r.placement), r)
-    return list(seen.values())
+def stats(per_seed: list[list[dict[str, object]]]) -> dict[str, dict[str, SeedStat]]:
+    """Per row label, mean and 95% interval of the shown figures over the seeds that have the row."""
+    labels = {f"{r['policy']}+{r['placement']}": r for rows in per_seed for r in rows}
+    out = {}
+    for label in labels:
+        runs = [r for rows in per_seed for r in rows if f"{r['policy']}+{r['placement']}" == label]
+        out[label] = {k: seed_stat([_num(r.get(k)) for r in runs]) for k in SHOWN}
+    return out
+
+
+def _num(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def _pct(value: float, base: float) -> str:
+    return f"{100.0 * (value / base - 1.0):+.1f}%" if base and math.isfinite(value * base) else "n/a"
+
+
+def rows_table(per_seed: list[list[dict[str, object]]]) -> list[str]:
+    """Every row, best first; H is the best deployable heuristic, as the gap closure chooses it."""
+    figures = stats(per_seed)
+    kinds = {f"{r['policy']}+{r['placement']}": r for r in per_seed[0]}
+    heuristics = [table_row(r) for r in per_seed[0]]
+    h = min(
+        (figures[r.label]["avg_jct"].mean for r in heuristics if r.deployable and not r.learned),
+        default=math.nan,
+    )
+    out = [
+        "| policy | placement | avg JCT (s) | p95 JCT (s) | makespan (s) | ftf_rho_max | avg JCT vs H |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for label in sorted(figures, key=lambda k: figures[k]["avg_jct"].mean):
+        r, f = kinds.get(label, {}), figures[label]
+        star = "" if r.get("deployable", True) else "*"
+        jct = f"{f['avg_jct'].mean:,.0f} ± {f['avg_jct'].half_width:,.0f}"
+        out.append(
+            f"| {r.get('policy', label)}{star} | {r.get('placement', '')} | {jct} | {f['p95_jct'].mean:,.0f} | "
+            f"{f['makespan'].mean:,.0f} | {f['ftf_rho_max'].mean:,.2f} | {_pct(f['avg_jct'].mean, h)} |"
+        )
+    return out
+
+
+def verdict(g: GapClosure, figures: dict[str, dict[str, SeedStat]]) -> str:
+    """The learned-policy targets (:class:`slurmrl.report.gap.Targets`), each with its figure."""
+    p, h = figures[g.policy], figures[g.heuristic]
+    makespan = (p["makespan"].mean, h["makespan"].mean)
+    ftf = (p["ftf_rho_max"].mean, h["ftf_rho_max"].mean)
+    return "; ".join(map(str, verdicts(g, makespan, ftf)))
+
+
+def learned_lines(gaps: Sequence[GapClosure], figures: dict[str, dict[str, SeedStat]]) -> list[str]:
+    if not gaps:
+        return ["(no learned row with both a heuristic and a reference yet)"]
+    g0 = gaps[0]
+    out = [
+        f"H = {g0.heuristic} ({g0.heuristic_jct.mean:,.0f} s), headroom (H - O) / H {format_stat(g0.headroom)}",
+        "",
+        "| learned policy | O | gap closure, avg JCT | gap closure, excess over run time | avg JCT vs H | targets |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for g in gaps:
+        out.append(
+            f"| {g.policy} | {g.reference}* | {format_stat(g.jct)} | {format_stat(g.excess)} | "
+            f"{format_stat(g.vs_heuristic)} | {verdict(g, figures)} |"
+        )
+    return out
+
+
+def card(entry: Entry, commands: dict[str, list[str]]) -> list[str]:
+    per_seed = per_seed_rows(entry)
+    out = [f"### {entry.title}", "", "```sh"]
+    out += [shlex.join(entry.command(p, part)) for part, p in commands.items() if p]
+    out += ["```", ""]
+    if not any(per_seed):
+        return [*out, "(not run yet)", ""]
+    gaps = gap_closures([[table_row(r) for r in rows] for rows in per_seed], elastic=entry.elastic)
+    return [*out, *rows_table(per_seed), "", *learned_lines(gaps, stats(per_seed)), ""]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("family", help="a family of the suite: topdrl, harmony, maifs, meta-rl")
     parser.add_argument(
-        "folders",
-        nargs="+",
-        type=Path,
-        help="`slurmrl compare --out` folders; rows of one workload are merged",
+        "--learned", action="append", default=[], help="compare's NAME[+PLACEMENT] (repeatable)"
     )
+    parser.add_argument("--out", type=Path, required=True, help="folder of the compare runs")
+    parser.add_argument("--run", action="store_true", help="run the commands whose results are missing")
+    parser.add_argument("--only", default="", help="comma-separated scenarios: only these entries")
     args = parser.parse_args()
-    weeks: dict[str, list[Row]] = {}
-    for folder in args.folders:
-        workload, rows = load_rows(folder)
-        weeks.setdefault(workload, []).extend(rows)
-    for workload, rows in weeks.items():
-        rows = merged(rows)
-        print(f"### {workload}\n")
-        print("\n".join(table(rows)))
-        print()
-        print("\n".join(learned_summary(rows)))
-        print()
+    chosen = set(filter(None, args.only.split(",")))
+    for entry in entries(args.family, args.out):
+        if chosen and entry.run.scenario not in chosen:
+            continue
+        commands = {"heuristics": heuristic_rows(entry), entry.learned_part: list(args.learned)}
+        if args.run:
+            run_missing(entry, commands)
+        print("\n".join(card(entry, commands)), flush=True)
 
 
 if __name__ == "__main__":

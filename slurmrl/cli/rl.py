@@ -104,12 +104,18 @@ def train_topdrl(req: TrainRequest) -> None:
 
 
 def train_harmony(req: TrainRequest) -> None:
-    """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions."""
+    """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering."""
     from slurmrl.rl.harmony.env import EnvConfig
+    from slurmrl.rl.harmony.policy import ORDERINGS
     from slurmrl.rl.harmony.train import HarmonyConfig
     from slurmrl.rl.harmony.train import train as run_harmony
 
-    env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs))
+    if req.lead and req.lead not in ORDERINGS:
+        raise click.ClickException(
+            f"--lead: harmony's ordering must be deployable and non-preemptive ({', '.join(ORDERINGS)}), "
+            f"not '{req.lead}'"
+        )
+    env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=req.lead))
     cfg = HarmonyConfig(
         env=env,
         episodes=max(1, req.steps // env.episode_jobs),
@@ -240,7 +246,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 @click.option(
     "--lead",
     default=None,
-    help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation).",
+    help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
+    "harmony: the non-preemptive ordering that picks which jobs start.",
 )
 @click.option(
     "--validate",

@@ -25,7 +25,7 @@ from slurmrl.cli.options import (
 )
 from slurmrl.errors import SlurmrlError
 from slurmrl.policy.base import Policy
-from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, run_policy, save_run
+from slurmrl.sim.experiment import ROW_FLAGS, RunOutput, SimSettings, Workload, run_policy, save_run
 from slurmrl.sim.seeds import SeedStat
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def run_seeds(
         opts, settings, [(policy, placement)], seeds, lambda s: out and _seed_dir(out, s), False
     )
     rows = _run_replays(tasks, jobs, show_progress)
-    summaries = [{k: v for k, v in r.items() if k not in ("policy", "placement", "deployable")} for r in rows]
+    summaries = [{k: v for k, v in r.items() if k not in ("policy", "placement", *ROW_FLAGS)} for r in rows]
     print_seeds(workloads[seeds[-1]], summaries, rows[0], seeds, as_json, settings, out)
 
 
@@ -197,7 +197,7 @@ def print_seeds(
     out: Path | None,
 ) -> None:
     """One policy's mean and 95% CI per metric over the seeds' runs (and aggregate.json under ``out``)."""
-    row = {"policy": meta["policy"], "placement": meta["placement"], "deployable": meta["deployable"]}
+    row = {"policy": meta["policy"], "placement": meta["placement"], **{f: meta[f] for f in ROW_FLAGS}}
     print_seed_table(
         workload, [[dict(row, **summary)] for summary in summaries], seeds, as_json, settings, out
     )
@@ -371,12 +371,12 @@ def print_seed_table(
 
     rows: list[dict[str, object]] = []
     for i, first in enumerate(per_seed[0]):
-        stats = aggregate([{k: v for k, v in runs[i].items() if k != "deployable"} for runs in per_seed])
+        stats = aggregate([{k: v for k, v in runs[i].items() if k not in ROW_FLAGS} for runs in per_seed])
         rows.append(
             {
                 "policy": first["policy"],
                 "placement": first["placement"],
-                "deployable": first["deployable"],
+                **{flag: first[flag] for flag in ROW_FLAGS},
                 **stats,
             }
         )

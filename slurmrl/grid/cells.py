@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmrl.errors import ConfigError
-from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, prepare, run_policy
+from slurmrl.sim.experiment import ROW_FLAGS, RunOutput, SimSettings, Workload, prepare, run_policy
 
 # prepare()'s keywords that a cell names in its own fields, not among its options.
 _CELL_FIELDS = ("trace", "cluster", "scenario", "seed")
@@ -157,12 +157,17 @@ def simulate_cell(cell: Cell, progress: Any = None) -> RunOutput:
 
 
 def summary_row(policy: str, result: RunOutput) -> dict[str, Any]:
-    """A comparison table's row: the policy as asked for (a name or a checkpoint folder), placement, deployable and the summary."""
+    """A comparison table's row: the policy as asked for (a name or a checkpoint folder), its kind and the summary.
+
+    ``learned`` and ``preemptive`` travel with the row so that the gap
+    closure picks the right clairvoyant reference (a learned policy led by a
+    preemptive heuristic preempts too).
+    """
     meta = result.meta
     return {
         "policy": policy,
         "placement": meta["placement"],
-        "deployable": meta["deployable"],
+        **{flag: bool(meta.get(flag, flag == "deployable")) for flag in ROW_FLAGS},
         **result.summary,
     }
 

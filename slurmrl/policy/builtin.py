@@ -103,7 +103,7 @@ POLICIES: tuple[Entry, ...] = (
     Entry(
         "topdrl",
         "slurmrl.rl.topdrl:make_topdrl",
-        "TopDRL-style RL agent (CNN over the GPU grid) picks jobs; trained on Philly weeks 1-2",
+        "TopDRL-style RL agent (CNN over the GPU grid) picks jobs over sjf-limit's pass (zero output = sjf-limit); trained on Philly weeks 1-2",
         default_placement="topology",
         learned=True,
     ),
@@ -116,7 +116,7 @@ POLICIES: tuple[Entry, ...] = (
     Entry(
         "harmony",
         "slurmrl.rl.harmony.policy:make_harmony",
-        "Harmony-style RL placement (pointer over nodes vs co-location interference) under qssf's order; trained on Gavel msr VCs",
+        "Harmony-style RL placement (pointer over nodes vs co-location interference) under sjf-limit's order; trained on Gavel msr VCs",
         default_placement="interference-aware",
         learned=True,
     ),

@@ -101,10 +101,20 @@ def gap_row(label: str, summary: Mapping[str, object], meta: Mapping[str, object
 
 
 def table_row(row: Mapping[str, object]) -> GapRow:
-    """A row of ``compare``'s table (policy, placement, deployable and the summary's figures)."""
+    """A row of ``compare``'s table (policy, placement, what it is and the summary's figures).
+
+    Rows written before they carried ``learned``/``preemptive`` are read by
+    name: a checkpoint folder is learned, a registered name as registered.
+    """
     policy = str(row["policy"])
-    meta = {"policy": policy, "deployable": row.get("deployable", True)}
-    if Path(policy).is_dir():  # a trained checkpoint folder
+    meta = {
+        "policy": policy,
+        "deployable": row.get("deployable", True),
+        "preemptive": row.get("preemptive", False),
+    }
+    if "learned" in row:
+        meta["learned"] = row["learned"]
+    elif Path(policy).is_dir():  # a trained checkpoint folder
         meta["learned"] = True
     return gap_row(f"{policy}+{row.get('placement', '')}", row, meta)
 
@@ -164,6 +174,62 @@ def gap_closures(per_seed: Sequence[Sequence[GapRow]], *, elastic: bool) -> tupl
             )
         )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What a learned policy must reach to earn its place over the heuristics.
+
+    Where the heuristic leaves much to gain (headroom above ``large_headroom``)
+    it must close a real share of the gap; where it leaves little, it must
+    at least not lose to it. Mean JCT must not be bought with a long tail:
+    makespan and the worst finish-time fairness stay near H's.
+    """
+
+    large_headroom: float = 0.15  # (H - O) / H above this: judged on closure
+    min_closure: float = 0.30
+    max_vs_heuristic: float = 0.02  # else: (P - H) / H at most this
+    max_makespan: float = 0.05  # P's makespan at most this much above H's
+    max_ftf_ratio: float = 2.0  # P's ftf_rho_max at most this times H's
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: str
+    value: float  # a relative change, or a ratio when ``ratio``
+    met: bool
+    ratio: bool = False
+
+    def __str__(self) -> str:
+        shown = f"{self.value:.2f}x" if self.ratio else f"{self.value:+.1%}"
+        return f"{self.target}: {shown} ({'met' if self.met else 'missed'})"
+
+
+def verdicts(
+    gap: GapClosure, makespan: tuple[float, float], ftf: tuple[float, float], targets: Targets = Targets()
+) -> tuple[Verdict, ...]:
+    """``gap`` against ``targets``; ``makespan`` and ``ftf`` are (P, H) means of makespan and ftf_rho_max."""
+    if gap.headroom.mean > targets.large_headroom:
+        first = Verdict(
+            f"gap closure >= {targets.min_closure:.0%}", gap.jct.mean, gap.jct.mean >= targets.min_closure
+        )
+    else:
+        vs = gap.vs_heuristic.mean
+        first = Verdict(
+            f"avg JCT vs H <= {targets.max_vs_heuristic:+.0%}", vs, vs <= targets.max_vs_heuristic
+        )
+    mk = makespan[0] / makespan[1] - 1.0
+    ratio = ftf[0] / ftf[1]
+    return (
+        first,
+        Verdict(f"makespan vs H <= {targets.max_makespan:+.0%}", mk, mk <= targets.max_makespan),
+        Verdict(
+            f"ftf_rho_max <= {targets.max_ftf_ratio:g}x H's",
+            ratio,
+            ratio <= targets.max_ftf_ratio,
+            ratio=True,
+        ),
+    )
 
 
 def format_stat(stat: SeedStat, *, percent: bool = True) -> str:

@@ -164,7 +164,7 @@ class LedStep:
     window: list[JobView]
     obs: Observation
     placements: list[Placement | None]  # proposals keep the heuristic's GPUs; others the placement's
-    mask: np.ndarray  # [K + 1] bool; "stop" (last) always allowed
+    mask: np.ndarray  # [K + 1] bool; "stop" (last) unless it would leave the cluster idle
     prior: np.ndarray  # [K + 1] float32, :func:`lead_prior`
 
 
@@ -191,8 +191,20 @@ def led_step(
     for i, (_, placement) in enumerate(props):
         placements[i] = placement if pool.is_free(placement) else None
         mask[i] = placements[i] is not None
-    mask[k] = True
+    mask[k] = not mask[:k].any() or _busy(view, proposal, done)
     return LedStep(window, obs, placements, mask, lead_prior(len(props), k))
+
+
+def _busy(view: ClusterView, proposal: Proposal, done: set[str]) -> bool:
+    """Something runs after this pass: a job it started, or a running job the lead does not preempt.
+
+    "Stop" holds the rest of the window until the next decision point, and
+    only an end or an arrival makes one: with nothing running, a stop could
+    leave a job waiting forever on an idle cluster (the simulator would end
+    with it unfinished), so a led pass may stop only while something runs.
+    """
+    stopping = set(proposal.decisions.preempt)
+    return bool(done) or any(j.job_id not in stopping for j in view.running)
 
 
 def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobView]) -> Iterator[JobView]:

@@ -32,6 +32,10 @@ DEFAULT_TRACE = "embedded:philly-sample"
 DEFAULT_CLUSTER = "2x4x8:v100"
 
 
+# What a comparison row says of its policy, beside its figures (from the run meta).
+ROW_FLAGS = ("deployable", "learned", "preemptive")
+
+
 @dataclass(frozen=True)
 class Workload:
     trace: Trace

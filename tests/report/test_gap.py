@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 
 from slurmrl.cli import main
 from slurmrl.report import render_report
-from slurmrl.report.gap import GapRow, closure, format_gaps, gap_closures
+from slurmrl.report.gap import GapClosure, GapRow, closure, format_gaps, gap_closures, table_row, verdicts
 from slurmrl.sim.seeds import seed_stat
 from tests.report.sitedata import FOUR_JOBS_SJF, build_results, write_run
 
@@ -103,6 +104,48 @@ def test_compare_prints_gap_closure_when_a_learned_policy_and_an_oracle_ran(tmp_
     assert as_json.exception is None and "gap closure" not in as_json.output
 
 
+def test_a_preemptive_learned_row_is_measured_against_the_preemptive_reference() -> None:
+    figures = {"avg_jct_lower_bound": 1000.0}
+    rows = [
+        table_row({"policy": "qssf", "placement": "topology", "avg_jct": 10.0, **figures}),
+        table_row(
+            {"policy": "sjf-oracle", "placement": "topology", "deployable": False, "avg_jct": 8.0, **figures}
+        ),
+        table_row(
+            {"policy": "srtf-oracle", "placement": "topology", "deployable": False, "avg_jct": 6.0, **figures}
+        ),
+        table_row(
+            {
+                "policy": "led",
+                "placement": "topology",
+                "learned": True,
+                "preemptive": True,
+                "avg_jct": 9.0,
+                **figures,
+            }
+        ),
+    ]
+    (g,) = gap_closures([rows], elastic=False)
+    assert g.reference == "srtf-oracle+topology" and g.jct.mean == pytest.approx(0.25)
+    calm = [
+        *rows[:3],
+        table_row({"policy": "led", "placement": "topology", "learned": True, "avg_jct": 9.0, **figures}),
+    ]
+    assert gap_closures([calm], elastic=False)[0].reference == "sjf-oracle+topology"
+
+
+def test_compare_rows_say_whether_a_policy_is_learned_and_preemptive() -> None:
+    args = ["compare", "--limit", "150", "--cluster", "1x2x8", "--no-progress", "--json"]
+    result = CliRunner().invoke(main, [*args, "--policies", "tiresias,sjf-oracle,topdrl"])
+    assert result.exception is None, result.output
+    flags = {r["policy"]: (r["deployable"], r["learned"], r["preemptive"]) for r in json.loads(result.output)}
+    assert flags == {
+        "tiresias": (True, False, True),
+        "sjf-oracle": (False, False, False),
+        "topdrl": (True, True, False),
+    }
+
+
 def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
     root = build_results(tmp_path / "res")
     write_run(
@@ -118,3 +161,21 @@ def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
     html = page.read_text()
     assert 'id="gap-closure"' in html and "topdrl+topology" in html
     assert "+50.0%" in html  # (4000 - 3750) / (4000 - 3500)
+
+
+def test_targets_judge_closure_where_headroom_is_large_else_the_loss_to_h() -> None:
+    def gap(h: float, o: float, p: float) -> GapClosure:
+        rows = [
+            row("qssf+topology", h),
+            row("sjf-oracle+topology", o, deployable=False),
+            row("x+topology", p, learned=True),
+        ]
+        return gap_closures([rows], elastic=False)[0]
+
+    wide = verdicts(gap(100.0, 50.0, 80.0), makespan=(104.0, 100.0), ftf=(3.0, 2.0))
+    assert [v.met for v in wide] == [True, True, True]  # 40% closed (headroom 50%)
+    assert "gap closure" in str(wide[0]) and "+40.0%" in str(wide[0])
+    narrow = verdicts(gap(100.0, 90.0, 103.0), makespan=(106.0, 100.0), ftf=(5.0, 2.0))
+    assert [v.met for v in narrow] == [False, False, False]  # 3% worse than H, makespan +6%, ftf 2.5x
+    assert "avg JCT vs H" in str(narrow[0]) and str(narrow[2]).endswith(": 2.50x (missed)")
+    assert verdicts(gap(100.0, 90.0, 101.0), makespan=(100.0, 100.0), ftf=(2.0, 1.0))[0].met

@@ -49,6 +49,13 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
     assert res.exit_code != 0 and "did you mean" in res.output and "Traceback" not in res.output
     res = runner.invoke(main, ["train", "--scenario", "philly-512-week3", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0 and "held out" in res.output
+    res = runner.invoke(
+        main, ["train", "--policy", "harmony", "--lead", "tiresias", "--out", str(tmp_path / "h")]
+    )
+    assert (
+        isinstance(res.exception, SystemExit) and "non-preemptive" in res.output and "sjf-limit" in res.output
+    )
+    assert not (tmp_path / "h").exists()
 
 
 def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -51,9 +52,10 @@ def test_lead_prior_orders_proposals_then_stop_then_the_rest() -> None:
     assert list(np.argsort(-prior, kind="stable")) == [0, 1, 2, 6, 3, 4, 5]
 
 
-def test_a_checkpoint_names_its_lead_and_the_shipped_one_has_none(tmp_path: Path) -> None:
+def test_a_checkpoint_names_its_lead_and_the_shipped_one_is_led_by_sjf_limit(tmp_path: Path) -> None:
     shipped = shipped_policy_dir()
-    assert read_checkpoint_config(shipped).lead == ""  # shipped behaviour is the original window
+    assert read_checkpoint_config(shipped).lead == "sjf-limit"  # non-preemptive: the daemon can run it
+    assert not TopDRLPolicy.from_dir(shipped).preemptive
     folder = tmp_path / "led"
     shutil.copytree(shipped, folder)
     config = json.loads((folder / "config.json").read_text())
@@ -136,3 +138,24 @@ def test_maifs_and_harmony_checkpoints_name_their_lead(tmp_path: Path) -> None:
     assert HarmonyPolicy.from_dir(led_copy(tmp_path, "harmony-philly", True)).placement.lead
     with pytest.raises(PolicyError, match="deployable heuristic"):
         MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "srtf-oracle"))
+
+
+class _AlwaysStop(TopDRLPolicy):
+    """A led TopDRL whose network wants to stop at every pick."""
+
+    def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        logits = np.zeros(len(mask), dtype=np.float32)
+        logits[-1] = 100.0
+        return logits
+
+
+def test_a_led_pass_never_stops_on_an_idle_cluster() -> None:
+    """Stopping holds the window until the next end or arrival; with nothing running there may be none."""
+    zero = zero_topdrl("sjf-limit")
+    stubborn = _AlwaysStop(zero._infer, zero.obs_config, zero.placement, lead=zero.lead)
+    workload = prepare(scenario="philly-sample-448", limit=300, seed=3)
+    result = run_policy(workload, stubborn)
+    assert result.summary["unfinished"] == 0 and result.summary["finished"] == 300
+    # It started jobs only when nothing else ran: one at a time, never two side by side.
+    spans = sorted((r.start_time, r.end_time) for r in result.records)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))

@@ -1,7 +1,8 @@
 """The trained Harmony agent as a deployable :class:`~slurmrl.policy.base.Policy`.
 
-A deployable heuristic ordering decides WHICH jobs start (``qssf`` by
-default: the best non-preemptive ordering on the training scenarios, see
+A deployable non-preemptive heuristic ordering decides WHICH jobs start
+(``qssf`` when a checkpoint names none; ``slurmrl train --policy harmony
+--lead NAME`` picks another, chosen on the training scenarios, see
 policies/harmony-philly/card.md), with its EASY backfill; the agent decides
 WHERE each starts. The policy is the ordering's own scheduler with the learned
 placement put in, so backfill reservations are priced with the agent's own
@@ -39,7 +40,7 @@ WEIGHTS = checkpoints.WEIGHTS
 CONFIG = checkpoints.CONFIG
 DEFAULT_POLICY = "harmony-philly"
 DEFAULT_ORDERING = "qssf"
-ORDERINGS = ("fifo-backfill", "slurm", "qssf")  # deployable and non-preemptive
+ORDERINGS = ("fifo-backfill", "slurm", "qssf", "sjf-limit")  # deployable and non-preemptive
 
 
 @dataclass(frozen=True)

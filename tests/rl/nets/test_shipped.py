@@ -3,7 +3,9 @@
 ``shipped_outputs.json`` holds, for every checkpoint folder under
 ``policies/`` and ``slurmrl/rl/shipped/``, the weights' digest and the logits
 and decisions the per-family network code (before the shared toolkit)
-computed on the fixed inputs of :mod:`tests.rl.nets.shipped_inputs`. The
+computed on the fixed inputs of :mod:`tests.rl.nets.shipped_inputs` (a
+checkpoint trained after the toolkit: what the toolkit computed when it was
+trained, as its entry's ``recorded_with`` says). The
 numpy twins must reproduce the decisions exactly and the logits to float32
 rounding, and the torch modules must load each file strictly, with the same
 tensor names and shapes, and agree with their numpy twins.
