@@ -97,14 +97,14 @@ CHRONUS = "benchmarks/chronus/trace_job_Philly_{mix}.csv.gz"
 CHRONUS_MIX1 = CHRONUS.format(mix="MIX1")
 
 
-def _chronus_vc(vc: str, cluster: str, role: str) -> Scenario:
+def _chronus_vc(vc: str, cluster: str, role: str, mix: str = "MIX1") -> Scenario:
     what = (
         "meta-rl adaptation" if role == "train" else "meta-rl evaluation, unseen in training and adaptation"
     )
     return Scenario(
-        f"chronus-mix1-{vc}",
-        f"Chronus MIX1 jobs of Philly VC {vc} (model classes recorded, time unit as the trace's) on {cluster} ({what})",
-        CHRONUS_MIX1,
+        f"chronus-{mix.lower()}-{vc}",
+        f"Chronus {mix} jobs of Philly VC {vc} (model classes recorded, time unit as the trace's) on {cluster} ({what})",
+        CHRONUS.format(mix=mix),
         cluster,
         vcs=(vc,),
         role=role,
@@ -309,6 +309,10 @@ _HELDOUT = [
     _chronus_heldout("MIX2", "e13805", "1x12x8:v100"),
     _chronus_heldout("SLO", "11cb48", "1x14x8:v100"),
     _chronus_heldout("SLO", "2869ce", "1x13x8:v100"),
+    # Adaptation windows for those two shifts: VC ed69ec (MIX1's adaptation VC)
+    # of each trace, sized the same way (offered load near 0.9).
+    _chronus_vc("ed69ec", "1x14x8:v100", "train", mix="MIX2"),
+    _chronus_vc("ed69ec", "1x15x8:v100", "train", mix="SLO"),
 ]
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT}
 
