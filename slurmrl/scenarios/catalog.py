@@ -231,6 +231,20 @@ _LIST = [
         warmup_start=WEEK,
         warm_policy="slurm",
     ),
+    # The same validation window on 448 GPUs (7x8x8, as the contended held-out
+    # weeks 3-4): at the 512-GPU load (0.89) a long job held back costs little,
+    # at this one the queue stays long enough for it to show in the makespan.
+    Scenario(
+        "philly-448-week2-val",
+        "Philly week 2, days 11-14, on 448 V100 GPUs after days 7-11 under slurm (contended RL validation)",
+        PHILLY,
+        "7x8x8:v100",
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+    ),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
     # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace
