@@ -31,7 +31,6 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
 from slurmrl.policy.placement.common import tables
-from slurmrl.policy.reservation import Reservation
 from slurmrl.policy.view import ClusterView, JobView, Start
 
 # Slurm's bf_max_job_test default: at most this many queued jobs are tried
@@ -312,28 +311,6 @@ class EasyBackfill(OrderedScheduler):
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
         return starts
-
-    def held_reservation(self, view: ClusterView, pool: GpuPool, head: JobView) -> Reservation | None:
-        """The head's reservation after the pass on ``view`` (:class:`~slurmrl.policy.reservation.HoldsReservation`).
-
-        Worked out afresh, since the pass may not have needed one (nothing
-        to backfill, or the ``bf_interval`` gate skipped backfill). Its
-        starts are already tracked as running, so they are not added twice;
-        the GPUs of those that end by the shadow count as reserved too: the
-        head may take their place, should a led policy leave one unstarted.
-        """
-        begun, self._pass = self._pass, []
-        try:
-            shadow, gpus = self.reservation(view, pool, head)
-        finally:
-            self._pass = begun
-        if gpus is None:
-            return None
-        gpus = gpus.copy()
-        for job, placement in begun:
-            if view.now + limit_of(job) <= shadow:
-                gpus |= _mask(placement, gpus)
-        return Reservation(head.job_id, shadow, gpus)
 
 
 class NodeBound:

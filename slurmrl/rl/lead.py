@@ -5,9 +5,7 @@ point the heuristic decides as it would alone, and the policy's network
 adds to a prior that reproduces that decision (topdrl's window, maifs's
 agents; harmony's pointer leads with its fallback placement instead). This
 module holds what they share: which names may lead, and the pass's
-proposals on the GPUs left once the heuristic's preemptions are applied,
-with the reservation the pass holds for its blocked head job where the
-heuristic keeps one (EASY backfill), which the led policy must keep too.
+proposals on the GPUs left once the heuristic's preemptions are applied.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.reservation import HoldsReservation, Reservation
 from slurmrl.policy.view import ClusterView, Decisions, JobView
 
 
@@ -55,10 +52,6 @@ class Proposal:
     pool: GpuPool  # scratch: the free GPUs plus those of the jobs it preempts
     starts: list[tuple[JobView, Placement]]  # its starts, in its order
     ranked: list[JobView]  # the other pending jobs, in its rank
-    # What its pass promises the first of ``ranked`` (None: nothing, or a lead without reservations).
-    reservation: Reservation | None = None
-    # The job its previous pass reserved for, now among its starts: the promise came due ("": none).
-    due: str = ""
 
     def order(self, started: list[JobView], view: ClusterView) -> list[JobView]:
         """Pending jobs for ``Decisions.order``: the led policy's starts, then the heuristic's rank."""
@@ -67,42 +60,21 @@ class Proposal:
         return started + [waiting[i] for i in self.decisions.order if i in waiting and i not in seen]
 
 
-def propose(lead: Policy, view: ClusterView, held: Reservation | None = None) -> Proposal:
-    """Ask ``lead`` for its pass and lay it out (jobs it resizes are looked up among the running).
-
-    ``held`` is the reservation of the previous proposal: when this pass
-    starts its head, the led policy must start it too (:attr:`Proposal.due`).
-    """
+def propose(lead: Policy, view: ClusterView) -> Proposal:
+    """Ask ``lead`` for its pass and lay it out (jobs it resizes are looked up among the running)."""
     decisions = lead.decide(view)
     jobs = {j.job_id: j for j in view.running}
     pool = view.pool.copy()
     for job_id in decisions.preempt:
-        released = jobs[job_id].placement
-        if released is not None:
-            pool.release(released)
+        held = jobs[job_id].placement
+        if held is not None:
+            pool.release(held)
     waiting = {j.job_id for j in view.pending}
     jobs.update((j.job_id, j) for j in view.pending)
     starts = [(jobs[s.job_id], s.placement) for s in decisions.starts]
     taken = {s.job_id for s in decisions.starts}
     ranked = [jobs[i] for i in decisions.order if i in waiting and i not in taken]
-    due = held.head if held is not None and any(j.job_id == held.head for j, _ in starts) else ""
-    return Proposal(decisions, pool, starts, ranked, _reservation(lead, view, pool, starts, ranked), due)
-
-
-def _reservation(
-    lead: Policy,
-    view: ClusterView,
-    pool: GpuPool,
-    starts: list[tuple[JobView, Placement]],
-    ranked: list[JobView],
-) -> Reservation | None:
-    """The lead's reservation for the head of what its pass left waiting, where it holds one."""
-    if not ranked or not isinstance(lead, HoldsReservation):
-        return None
-    left = pool.copy()
-    for _, placement in starts:
-        left.allocate(placement)
-    return lead.held_reservation(view, left, ranked[0])
+    return Proposal(decisions, pool, starts, ranked)
 
 
 def led_decisions(proposal: Proposal, view: ClusterView, began: list[tuple[JobView, Placement]]) -> Decisions:

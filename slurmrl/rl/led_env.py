@@ -36,7 +36,6 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.reservation import Reservation
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.env import EnvConfig, SchedEnv, _warm_policy
 from slurmrl.rl.features import Featurizer
@@ -115,14 +114,12 @@ class LedSchedEnv(SchedEnv):
             dict(self.observation_space.spaces, prior=spaces.Box(-np.inf, 0.0, (k + 1,), np.float32))
         )
         self._pass: _Pass | None = None
-        self._held: Reservation | None = None
         self._step: LedStep | None = None
         self._curve: AreaCurve | None = None
         self._need_curve = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._pass, self._step, self._curve = None, None, None
-        self._held = None
         # Heuristics may keep state (attained service, fair share): fresh ones each
         # episode, so the paired replay (lead_area) starts from the same cluster.
         self._lead = _lead(self.config.lead)
@@ -163,8 +160,7 @@ class LedSchedEnv(SchedEnv):
                     return True
                 feat.absorb(view.finished)
                 feat.sync_running(view.running)
-                self._pass = _Pass(view, propose(self._lead, view, self._held))
-                self._held = self._pass.proposal.reservation
+                self._pass = _Pass(view, propose(self._lead, view))
             p = self._pass
             self._step = led_step(feat, p.view, p.proposal, p.pool, p.done)
             if self._step is not None and self._step.mask[:-1].any():

@@ -32,9 +32,7 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.backfill import limit_of
 from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
-from slurmrl.policy.reservation import Reservation
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig, Observation
 from slurmrl.rl.inference import MASKED, pick
@@ -72,7 +70,6 @@ class WindowPolicy(Led):
         self.allow_wait = allow_wait
         self.lead = lead
         self._feat: Featurizer | None = None
-        self._held: Reservation | None = None  # the lead's reservation at the last decision point
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         """A deployable policy never reads true durations."""
@@ -136,8 +133,7 @@ class WindowPolicy(Led):
 
     def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
         """Picks over the lead heuristic's proposals (see the module docstring)."""
-        proposal = propose(lead, view, self._held)
-        self._held = proposal.reservation
+        proposal = propose(lead, view)
         pool = proposal.pool
         began: list[tuple[JobView, Placement]] = []
         done: set[str] = set()
@@ -195,69 +191,8 @@ def led_step(
     for i, (_, placement) in enumerate(props):
         placements[i] = placement if pool.is_free(placement) else None
         mask[i] = placements[i] is not None
-    due = next((i for i, (j, _) in enumerate(props) if j.job_id == proposal.due), None)
-    if proposal.reservation is not None or due is not None:
-        kept = props[due][1] if due is not None and mask[due] else None
-        _keep_reservation(feat, view, proposal.reservation, kept, pool, window, placements, mask, len(props))
-    if due is not None and mask[due]:
-        mask[:] = False  # the head's reservation came due: it starts first, whatever the logits
-        mask[due] = True
-    else:
-        mask[k] = not mask[:k].any() or _busy(view, proposal, done)
+    mask[k] = not mask[:k].any() or _busy(view, proposal, done)
     return LedStep(window, obs, placements, mask, lead_prior(len(props), k))
-
-
-def _keep_reservation(
-    feat: Featurizer,
-    view: ClusterView,
-    reservation: Reservation | None,
-    due: Placement | None,
-    pool: GpuPool,
-    window: list[JobView],
-    placements: list[Placement | None],
-    mask: np.ndarray,
-    first: int,
-) -> None:
-    """Hold the rows from ``first`` on (jobs the lead did not start) to the lead's promises.
-
-    A job the lead did not propose may start where EASY backfill would let
-    it: it ends, by its time limit, by the shadow time, or it stays off the
-    reserved GPUs (the reservation's own head is exempt). And it stays off
-    ``due``, the GPUs of the head whose reservation came due in this pass.
-    A row whose placement breaks either is placed again on the rest, or
-    masked when it fits nowhere else. Without this, a strong enough logit
-    could start a long job on the GPUs the lead keeps for its head, which
-    may then wait for weeks.
-    """
-    now = view.now
-    barred = np.zeros_like(pool.free) if due is None else _gpus(due, pool.free)
-    rests: dict[bool, GpuPool] = {}
-    for i in range(first, len(window)):
-        job, placement = window[i], placements[i]
-        if placement is None:
-            continue
-        late = (
-            reservation is not None
-            and job.job_id != reservation.head
-            and not reservation.admits(now + limit_of(job), placement)
-        )
-        if not late and not _gpus(placement, barred).any():
-            continue
-        rest = rests.get(late)
-        if rest is None:
-            rest = rests[late] = pool.copy()
-            rest.withhold(barred | reservation.gpus if late and reservation is not None else barred)
-        placement = feat.placement.place(job, rest, view) if job.gpus <= rest.total_free else None
-        placements[i] = placement
-        mask[i] = placement is not None
-
-
-def _gpus(placement: Placement, like: np.ndarray) -> np.ndarray:
-    """``like`` (a ``[node, gpu]`` mask) where ``placement`` has a GPU."""
-    out = np.zeros_like(like)
-    for a in placement.allocs:
-        out[a.node, list(a.gpus)] = like[a.node, list(a.gpus)]
-    return out
 
 
 def _busy(view: ClusterView, proposal: Proposal, done: set[str]) -> bool:

@@ -8,12 +8,10 @@ from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.rl.env import trace_workload
 from slurmrl.rl.features import JOB_BASE_FEATURES, Featurizer, ObsConfig
-from slurmrl.rl.topdrl import TopDRLPolicy, read_checkpoint_config, shipped_policy_dir
+from slurmrl.rl.topdrl import read_checkpoint_config, shipped_policy_dir
 from slurmrl.rl.window_policy import FirstInWindow
-from slurmrl.sim.experiment import run_policy
 from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace, TraceJob
-from tests.rl.test_lead import zero_topdrl
 
 
 def _trace(n: int = 90) -> Trace:
@@ -82,69 +80,3 @@ def test_rank_columns_spread_the_window_over_zero_to_one() -> None:
             seen += 1
         sim.apply(make_policy("fifo-backfill", "topology").decide(view))
     assert seen > 3
-
-
-class _LovesLongJobs(TopDRLPolicy):
-    """A led TopDRL whose network wants the job with the longest time limit, far above the lead's prior."""
-
-    def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        limit = JOB_BASE_FEATURES.index("log_limit")
-        logits = np.zeros(len(mask), dtype=np.float32)
-        logits[:-1] = 1000.0 * jobs[:, limit]
-        return logits
-
-
-def _long_lover() -> _LovesLongJobs:
-    zero = zero_topdrl("sjf-limit")
-    return _LovesLongJobs(zero._infer, zero.obs_config, zero.placement, lead=zero.lead)
-
-
-def _blocked_head_trace(head_gpus: int) -> Trace:
-    """Two nodes of 8 GPUs: 12 busy until t=1,000 by their limits, a head that needs more, a long job after it."""
-    return Trace(
-        (
-            TraceJob("busy-a", 0.0, 1000.0, 8, time_limit=1000.0),
-            TraceJob("busy-b", 0.0, 1000.0, 4, time_limit=1000.0),
-            TraceJob("head", 1.0, 100.0, head_gpus, time_limit=1000.0),
-            TraceJob("long", 2.0, 50_000.0, 4, time_limit=100_000.0),
-        ),
-        "t",
-        "test",
-    )
-
-
-def test_a_long_job_the_lead_did_not_propose_never_takes_the_head_reserved_gpus() -> None:
-    """sjf-limit reserves every GPU for the 16-GPU head at t=1,000; the long job may not start before it."""
-    result = run_policy(trace_workload(_blocked_head_trace(16), "1x2x8:v100"), _long_lover())
-    start = {r.job_id: r.start_time for r in result.records}
-    end = {r.job_id: r.end_time for r in result.records}
-    assert start["head"] == 1000.0  # the shadow time: its reservation held
-    assert start["long"] >= end["head"]
-
-
-def test_without_the_reservation_the_long_job_would_starve_the_head(monkeypatch) -> None:
-    """The case above bites: with the lead's reservation dropped, the network starts the long job at once."""
-    import slurmrl.rl.lead as lead
-
-    monkeypatch.setattr(lead, "_reservation", lambda *args: None)
-    result = run_policy(trace_workload(_blocked_head_trace(16), "1x2x8:v100"), _long_lover())
-    start = {r.job_id: r.start_time for r in result.records}
-    assert start["long"] == 2.0 and start["head"] > 50_000.0
-
-
-def test_a_long_job_may_start_off_the_reserved_gpus() -> None:
-    """A 12-GPU head reserves 4 of the 8 free GPUs (the rest comes at t=1,000); the long job takes the other 4 at once."""
-    trace = Trace(
-        (
-            TraceJob("busy-a", 0.0, 1000.0, 8, time_limit=1000.0),
-            TraceJob("busy-b", 0.0, 5000.0, 8, time_limit=5000.0),
-            TraceJob("head", 1.0, 100.0, 12, time_limit=1000.0),
-            TraceJob("long", 2.0, 50_000.0, 4, time_limit=100_000.0),
-        ),
-        "t",
-        "test",
-    )
-    result = run_policy(trace_workload(trace, "1x3x8:v100"), _long_lover())
-    records = {r.job_id: r for r in result.records}
-    assert records["long"].start_time == 2.0
-    assert records["head"].start_time == 1000.0
