@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy import make_placement
@@ -159,11 +161,43 @@ def test_a_led_pass_never_stops_on_an_idle_cluster() -> None:
     # It started a job while another ran only in a pass that held an overdue one (waited past its
     # limit, see the next test), so it could not stop; otherwise one at a time.
     records = result.records
+    assert any(o.start_time < r.start_time < o.end_time for r in records for o in records)
+    assert _beside_only_when_overdue(records)
+
+
+def _beside_only_when_overdue(records) -> bool:
+    """Every job started while another ran shares its start time with a job that had waited past its limit."""
     overdue = {
         r.start_time for r in records if r.start_time - r.submit_time > (r.time_limit or DEFAULT_TIME_LIMIT)
     }
     beside = [r for r in records if any(o.start_time < r.start_time < o.end_time for o in records)]
-    assert beside and all(r.start_time in overdue for r in beside)
+    return all(r.start_time in overdue for r in beside)
+
+
+_JOB = st.tuples(
+    st.floats(0.0, 2000.0),  # arrival gap
+    st.sampled_from([30.0, 300.0, 3000.0]),  # duration
+    st.sampled_from([1, 2, 4, 8]),  # GPUs
+    st.sampled_from([0.5, 1.0, 3.0]),  # time limit over duration
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_JOB, min_size=2, max_size=12))
+def test_a_network_that_always_stops_still_starts_every_job_it_held_past_its_limit(jobs) -> None:
+    """Any arrivals: the stubborn led policy finishes every job, and runs two side by side only when one was overdue."""
+    from slurmrl.rl.env import trace_workload
+    from slurmrl.traces.schema import Trace, TraceJob
+
+    t, rows = 0.0, []
+    for i, (gap, duration, gpus, over) in enumerate(jobs):
+        t += gap
+        rows.append(TraceJob(f"j{i}", t, duration, gpus, time_limit=duration * over))
+    zero = zero_topdrl("sjf-limit")
+    stubborn = _AlwaysStop(zero._infer, zero.obs_config, zero.placement, lead=zero.lead)
+    result = run_policy(trace_workload(Trace(tuple(rows), "t", "test"), "1x2x8:v100"), stubborn)
+    assert result.summary["finished"] == len(rows) and result.summary["unfinished"] == 0
+    assert _beside_only_when_overdue(result.records)
 
 
 def test_a_led_pass_holds_a_proposal_back_no_longer_than_its_time_limit() -> None:
