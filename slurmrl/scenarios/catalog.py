@@ -231,9 +231,9 @@ _LIST = [
         warmup_start=WEEK,
         warm_policy="slurm",
     ),
-    # The same validation window on 448 GPUs (7x8x8, as the contended held-out
-    # weeks 3-4): at the 512-GPU load (0.89) a long job held back costs little,
-    # at this one the queue stays long enough for it to show in the makespan.
+    # The same validation window on 448 GPUs (7x8x8, offered load 1.02), the
+    # size of the contended held-out weeks 3-4: a queue that stays long is where
+    # a led policy holding long jobs back shows in the makespan.
     Scenario(
         "philly-448-week2-val",
         "Philly week 2, days 11-14, on 448 V100 GPUs after days 7-11 under slurm (contended RL validation)",
