@@ -231,6 +231,20 @@ _LIST = [
         warmup_start=WEEK,
         warm_policy="slurm",
     ),
+    # The same validation window on 448 GPUs (7x8x8, offered load 1.02), the
+    # size of the contended held-out weeks 3-4: a queue that stays long is where
+    # a led policy holding long jobs back shows in the makespan.
+    Scenario(
+        "philly-448-week2-val",
+        "Philly week 2, days 11-14, on 448 V100 GPUs after days 7-11 under slurm (contended RL validation)",
+        PHILLY,
+        "7x8x8:v100",
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+    ),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
     # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace

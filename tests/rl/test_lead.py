@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy import make_placement
+from slurmrl.policy.backfill import DEFAULT_TIME_LIMIT
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.lead import lead_policy
 from slurmrl.rl.nets.config import NetConfig, weight_shapes
@@ -156,6 +158,69 @@ def test_a_led_pass_never_stops_on_an_idle_cluster() -> None:
     workload = prepare(scenario="philly-sample-448", limit=300, seed=3)
     result = run_policy(workload, stubborn)
     assert result.summary["unfinished"] == 0 and result.summary["finished"] == 300
-    # It started jobs only when nothing else ran: one at a time, never two side by side.
-    spans = sorted((r.start_time, r.end_time) for r in result.records)
-    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    # It started a job while another ran only in a pass that held an overdue one (waited past its
+    # limit, see the next test), so it could not stop; otherwise one at a time.
+    records = result.records
+    assert any(o.start_time < r.start_time < o.end_time for r in records for o in records)
+    assert _beside_only_when_overdue(records)
+
+
+def _beside_only_when_overdue(records) -> bool:
+    """Every job started while another ran shares its start time with a job that had waited past its limit."""
+    overdue = {
+        r.start_time for r in records if r.start_time - r.submit_time > (r.time_limit or DEFAULT_TIME_LIMIT)
+    }
+    beside = [r for r in records if any(o.start_time < r.start_time < o.end_time for o in records)]
+    return all(r.start_time in overdue for r in beside)
+
+
+_JOB = st.tuples(
+    st.floats(0.0, 2000.0),  # arrival gap
+    st.sampled_from([30.0, 300.0, 3000.0]),  # duration
+    st.sampled_from([1, 2, 4, 8]),  # GPUs
+    st.sampled_from([0.5, 1.0, 3.0]),  # time limit over duration
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_JOB, min_size=2, max_size=12))
+def test_a_network_that_always_stops_still_starts_every_job_it_held_past_its_limit(jobs) -> None:
+    """Any arrivals: the stubborn led policy finishes every job, and runs two side by side only when one was overdue."""
+    from slurmrl.rl.env import trace_workload
+    from slurmrl.traces.schema import Trace, TraceJob
+
+    t, rows = 0.0, []
+    for i, (gap, duration, gpus, over) in enumerate(jobs):
+        t += gap
+        rows.append(TraceJob(f"j{i}", t, duration, gpus, time_limit=duration * over))
+    zero = zero_topdrl("sjf-limit")
+    stubborn = _AlwaysStop(zero._infer, zero.obs_config, zero.placement, lead=zero.lead)
+    result = run_policy(trace_workload(Trace(tuple(rows), "t", "test"), "1x2x8:v100"), stubborn)
+    assert result.summary["finished"] == len(rows) and result.summary["unfinished"] == 0
+    assert _beside_only_when_overdue(result.records)
+
+
+def test_a_led_pass_holds_a_proposal_back_no_longer_than_its_time_limit() -> None:
+    """Stopping may leave the lead's proposals waiting, but not one that has waited longer than it asked to run."""
+    from slurmrl.rl.env import trace_workload
+    from slurmrl.traces.schema import Trace, TraceJob
+
+    trace = Trace(
+        (
+            TraceJob(
+                "long", 0.0, 10_000.0, 4, time_limit=20_000.0
+            ),  # runs throughout: stopping stays allowed
+            TraceJob("small", 10.0, 50.0, 1, time_limit=100.0),
+            TraceJob("tick-1", 150.0, 10.0, 1, time_limit=1000.0),
+            TraceJob("tick-2", 400.0, 10.0, 1, time_limit=1000.0),
+        ),
+        "t",
+        "test",
+    )
+    zero = zero_topdrl("sjf-limit")
+    stubborn = _AlwaysStop(zero._infer, zero.obs_config, zero.placement, lead=zero.lead)
+    start = {
+        r.job_id: r.start_time for r in run_policy(trace_workload(trace, "1x1x8:v100"), stubborn).records
+    }
+    assert 110.0 < start["small"] <= 150.0  # the first decision point after it waited 100 s
+    assert start["tick-1"] > 1150.0  # held back as long as its own limit allows

@@ -63,7 +63,7 @@ def test_rl_split_train_weeks_1_2_eval_weeks_3_4_on_one_cluster(workloads: dict[
     assert windows == [(i * WEEK, (i + 1) * WEEK) for i in range(4)]
     assert {workloads[n].cluster.describe() for n in roles} == {workloads["philly-4w-512"].cluster.describe()}
     # Week 2's split for led training and validation stays inside week 2.
-    for name in ("philly-512-week2-head", "philly-512-week2-val"):
+    for name in ("philly-512-week2-head", "philly-512-week2-val", "philly-448-week2-val"):
         sc = SCENARIOS[name]
         assert (
             sc.role == "train"
