@@ -180,7 +180,7 @@ class MaifsPolicy(Led):
             began.extend((by_id[s.job_id], s.placement) for s in started)
             if not props and not started:
                 break
-        return led_decisions(proposal, view, began)
+        return led_decisions(lead, proposal, view, began)
 
     @classmethod
     def from_dir(cls, directory: Path | str) -> MaifsPolicy:
@@ -212,7 +212,12 @@ class Checkpoint:
 
 
 def save_checkpoint(
-    directory: Path, net: MaifsNet, obs: MaifsObs, extra: Mapping[str, object] | None = None
+    directory: Path,
+    net: MaifsNet,
+    obs: MaifsObs,
+    extra: Mapping[str, object] | None = None,
+    *,
+    lead: str = "",
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -220,6 +225,8 @@ def save_checkpoint(
         "net": net.cfg.to_dict(),
         "obs": obs.to_dict(),
     }
+    if lead:
+        config["lead"] = lead
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)
