@@ -69,6 +69,7 @@ class MaifsStep:
     actions: np.ndarray  # [K] int64 (0 for padding rows)
     logps: np.ndarray  # [K] float32
     time: float
+    priors: np.ndarray  # [K, O] float32: what a lead added to each agent's logits (zeros when unled)
 
 
 # Logit bonus of the option a lead heuristic proposes for an agent (its count
@@ -151,6 +152,7 @@ class Resolver:
         masks[:, -1] = True  # padding rows: only "not now"
         actions = np.full(k, n_opt - 1, dtype=np.int64)
         logps = np.zeros(k, dtype=np.float32)
+        priors = np.zeros((k, n_opt), dtype=np.float32)
         now = view.now
 
         def usable(job: JobView) -> GpuPool:
@@ -218,7 +220,9 @@ class Resolver:
                 if not mask[:-1].any():
                     mask[-1] = True
             options[i], masks[i], actions[i], logps[i] = rows, mask, a, logp
-        return MaifsStep(jobs, glob, options, masks, actions, logps, now), starts
+            if prior is not None:
+                priors[i] = prior
+        return MaifsStep(jobs, glob, options, masks, actions, logps, now, priors), starts
 
     def _lead(
         self, agent: Agent, lead: Lead, mask: np.ndarray, pool: GpuPool

@@ -107,6 +107,7 @@ class StepBatch:
     masks: torch.Tensor  # [T, K, O] bool
     actions: torch.Tensor  # [T, K]
     logps: torch.Tensor  # [T, K]
+    priors: torch.Tensor  # [T, K, O]: the lead's bonus, part of the behaviour policy's logits
     decides: torch.Tensor  # [T, K] bool: real agents with a choice
     advantages: torch.Tensor  # [T]
     returns: torch.Tensor  # [T]
@@ -124,6 +125,7 @@ def stack_steps(steps: Sequence[MaifsStep]) -> dict[str, torch.Tensor]:
         "masks": torch.as_tensor(np.stack([s.masks for s in steps])),
         "actions": torch.as_tensor(np.stack([s.actions for s in steps])),
         "logps": torch.as_tensor(np.stack([s.logps for s in steps])),
+        "priors": torch.as_tensor(np.stack([s.priors for s in steps])),
     }
 
 
@@ -173,7 +175,7 @@ def mappo_update(
         for lo in range(0, size, mb):
             b = batch.select(torch.as_tensor(idx[lo : lo + mb]))
             logits, value = net(b.jobs, b.glob, b.options, b.masks)
-            logp_all = torch.log_softmax(logits, dim=2)
+            logp_all = torch.log_softmax(logits + b.priors, dim=2)
             logp = logp_all.gather(2, b.actions.unsqueeze(2)).squeeze(2)
             log_ratio = logp - b.logps
             ratio = log_ratio.exp()
@@ -200,23 +202,23 @@ def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
 
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
     """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
-    from slurmrl.rl.maifs.policy import MaifsPolicy
-
     actor = numpy_copy(net)
     jcts = [
-        float(
-            run_policy(w, MaifsPolicy(env.config.obs, actor, greedy), settings=env.settings).summary[
-                "avg_jct"
-            ]
-        )  # type: ignore[arg-type]
+        float(run_policy(w, env.policy(actor, greedy), settings=env.settings).summary["avg_jct"])
         for w in windows
-    ]
+    ]  # type: ignore[arg-type]
     return float(np.mean(jcts))
 
 
 def new_network(cfg: MaifsConfig) -> MaifsNet:
+    """A fresh network; led, its option head starts at zero, so the untrained agents *are* the lead."""
     obs = cfg.env.obs
-    return MaifsNet(MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features, cfg.hidden))
+    net = MaifsNet(MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features, cfg.hidden))
+    if cfg.env.lead:
+        with torch.no_grad():
+            net.option[-1].weight.zero_()
+            net.option[-1].bias.zero_()
+    return net
 
 
 def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> MaifsResult:
@@ -230,6 +232,10 @@ def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None =
     (out / RUN).write_text(json.dumps({"maifs": config_dict(cfg)}, indent=2) + "\n")
     t0, c0 = time.perf_counter(), time.process_time()
     best, steps_done, update = math.inf, 0, 0
+    if windows and cfg.env.lead:
+        # Update 0 is the lead itself: the floor every kept checkpoint must beat.
+        best = evaluate(env, net, windows)
+        _save(out, net, cfg, 0, 0, best, (time.perf_counter() - t0, time.process_time() - c0))
     with (out / LOG).open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS)
         writer.writeheader()
@@ -321,7 +327,7 @@ def _save(
         "cpu_seconds": round(times[1], 1),
         "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1),
     }
-    save_checkpoint(out, net, cfg.env.obs, extra)
+    save_checkpoint(out, net, cfg.env.obs, extra, lead=cfg.env.lead)
 
 
 def _record_totals(out: Path, updates: int, steps: int, wall: float, cpu: float) -> None:
@@ -346,13 +352,14 @@ def config_from_request(
     learning_rate: float | None = None,
     target_kl: float | None = None,
     wall_limit: float | None = None,
+    lead: str | None = None,
 ) -> MaifsConfig:
     """The trainer's config for ``slurmrl train --policy maifs``; None keeps the default.
 
     ``steps`` caps the agent steps: updates = steps / (the ~2,000 steps two
     1,000-job episodes give), the wall-time limit usually stopping it first.
     """
-    env = EnvConfig(scenarios=scenarios)
+    env = EnvConfig(scenarios=scenarios, lead=lead or "")
     if episode_jobs is not None:
         env = replace(env, episode_jobs=episode_jobs)
     cfg = MaifsConfig(env=env, updates=max(1, steps // 2000), seed=seed)
