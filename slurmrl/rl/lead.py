@@ -97,6 +97,17 @@ def led_decisions(
     )
 
 
+def runs_after(view: ClusterView, proposal: Proposal) -> bool:
+    """A job keeps running through this pass: one the lead does not preempt.
+
+    Only an end or an arrival makes the next decision point, so a led pass
+    that starts nothing while nothing runs could leave jobs waiting forever
+    on an idle cluster.
+    """
+    stopping = set(proposal.decisions.preempt)
+    return any(j.job_id not in stopping for j in view.running)
+
+
 def settle(lead: Policy, proposal: Proposal, began: list[tuple[JobView, Placement]]) -> None:
     """Make ``lead`` rebuild its state when the led pass did not start what it proposed.
 

@@ -74,7 +74,10 @@ class MaifsStep:
 
 # Logit bonus of the option a lead heuristic proposes for an agent (its count
 # and rack, on its GPUs), or of "not now" for an agent it starts nothing for.
-LEAD_BONUS = 1.0
+# An agent has up to max_counts x (racks + 1) + 1 options (28 on 8 racks):
+# at 3.0, near-zero logits draw the lead's option about half the time or
+# more, so training explores around the lead instead of almost uniformly.
+LEAD_BONUS = 3.0
 
 
 @dataclass(frozen=True)
