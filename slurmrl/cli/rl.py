@@ -150,6 +150,7 @@ def train_maifs(req: TrainRequest) -> None:
         target_kl=req.target_kl,
         wall_limit=req.wall_limit,
         lead=req.lead,
+        validate=req.validate,
     )
     result = run_maifs(cfg, req.out)
     click.echo(
@@ -259,7 +260,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 @click.option(
     "--validate",
     default=None,
-    help="topdrl: a training-side scenario the greedy policy is replayed on to keep the best weights.",
+    help="topdrl, maifs: a training-side scenario the greedy policy is replayed on to keep the best weights "
+    "(maifs: instead of the last jobs of its training scenarios).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

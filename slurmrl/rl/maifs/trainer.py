@@ -41,7 +41,7 @@ from slurmrl.rl.nets.config import MaifsNetConfig
 from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs
+from slurmrl.rl.yardstick import last_jobs, validation_workload
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -84,6 +84,7 @@ class MaifsConfig:
     target_kl: float | None = 0.02
     eval_every: int = 5
     eval_jobs: int = 2000
+    validate: str = ""  # a training-side scenario left out of the episodes, replayed instead of the yardstick
     seed: int = 0
 
 
@@ -200,6 +201,12 @@ def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
     return last_jobs(env.workloads, jobs)
 
 
+def checkpoint_windows(env: ElasticEnv, cfg: MaifsConfig) -> list[Workload]:
+    """What the kept checkpoint is chosen on: the validation window if named, else the yardstick."""
+    held = validation_workload(cfg.validate, cfg.env.workload_seed)
+    return [held] if held is not None else yardstick(env, cfg.eval_jobs)
+
+
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
     """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
     actor = numpy_copy(net)
@@ -228,7 +235,7 @@ def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None =
     env = ElasticEnv(cfg.env, workloads=workloads)
     net = new_network(cfg)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
-    windows = yardstick(env, cfg.eval_jobs) if cfg.eval_every else []
+    windows = checkpoint_windows(env, cfg) if cfg.eval_every else []
     (out / RUN).write_text(json.dumps({"maifs": config_dict(cfg)}, indent=2) + "\n")
     t0, c0 = time.perf_counter(), time.process_time()
     best, steps_done, update = math.inf, 0, 0
@@ -353,6 +360,7 @@ def config_from_request(
     target_kl: float | None = None,
     wall_limit: float | None = None,
     lead: str | None = None,
+    validate: str | None = None,
 ) -> MaifsConfig:
     """The trainer's config for ``slurmrl train --policy maifs``; None keeps the default.
 
@@ -368,5 +376,6 @@ def config_from_request(
         "learning_rate": learning_rate,
         "target_kl": target_kl,
         "wall_limit_s": wall_limit,
+        "validate": validate,
     }
     return replace(cfg, **{k: v for k, v in given.items() if v is not None})

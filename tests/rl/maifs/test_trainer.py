@@ -122,3 +122,14 @@ def test_cli_lead_reaches_the_config_and_must_be_a_heuristic() -> None:
         ],
     )
     assert result.exit_code != 0 and "--lead" in result.output and not isinstance(result.exception, TypeError)
+
+
+def test_a_named_validation_window_replaces_the_yardstick() -> None:
+    from slurmrl.rl.maifs.env import ElasticEnv
+    from slurmrl.rl.maifs.trainer import checkpoint_windows
+
+    cfg = config_from_request(("philly-512-week1",), steps=2000, seed=0, validate="philly-512-week2-val")
+    assert cfg.validate == "philly-512-week2-val"
+    env = ElasticEnv(cfg.env, workloads=[small_workload(60)])
+    assert [w.label for w in checkpoint_windows(env, cfg)] == ["philly-512-week2-val"]
+    assert [w.label for w in checkpoint_windows(env, replace(cfg, validate=""))] == ["test[-2000:]"]
