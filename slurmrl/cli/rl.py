@@ -131,10 +131,15 @@ def train_harmony(req: TrainRequest) -> None:
 
 
 def train_maifs(req: TrainRequest) -> None:
-    """MAIFS agents (slurmrl.rl.maifs.trainer): MAPPO on elastic episodes (fraction:0.5), wall-limited."""
+    """MAIFS agents (slurmrl.rl.maifs.trainer): MAPPO on elastic episodes (fraction:0.5), wall-limited; ``--lead`` names the heuristic they follow."""
+    from slurmrl.policy.registry import policy_entry
     from slurmrl.rl.maifs.trainer import config_from_request
     from slurmrl.rl.maifs.trainer import train as run_maifs
 
+    if req.lead:
+        entry = policy_entry(req.lead)
+        if not entry.deployable or entry.learned:
+            raise click.ClickException(f"--lead: maifs follows a deployable heuristic, not '{req.lead}'")
     cfg = config_from_request(
         req.scenarios,
         steps=req.steps,
@@ -144,6 +149,8 @@ def train_maifs(req: TrainRequest) -> None:
         learning_rate=req.learning_rate,
         target_kl=req.target_kl,
         wall_limit=req.wall_limit,
+        lead=req.lead,
+        validate=req.validate,
     )
     result = run_maifs(cfg, req.out)
     click.echo(
@@ -247,12 +254,14 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--lead",
     default=None,
     help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
-    "harmony: the non-preemptive ordering that picks which jobs start.",
+    "harmony: the non-preemptive ordering that picks which jobs start; "
+    "maifs: a deployable heuristic the agents follow (zero logits replay it).",
 )
 @click.option(
     "--validate",
     default=None,
-    help="topdrl: a training-side scenario the greedy policy is replayed on to keep the best weights.",
+    help="topdrl, maifs: a training-side scenario the greedy policy is replayed on to keep the best weights "
+    "(maifs: instead of the last jobs of its training scenarios).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

@@ -126,6 +126,12 @@ class EasyBackfill(OrderedScheduler):
             for end, placement in self._running.values():
                 _paint(grid, placement, end)
 
+    def resync(self) -> None:
+        super().resync()
+        self._running.clear()
+        self._grid = None  # rebuilt from view.running by the next _sync
+        self._version += 1
+
     # -- the pass ----------------------------------------------------------------
 
     def before_pass(self, view: ClusterView) -> None:

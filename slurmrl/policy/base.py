@@ -119,6 +119,12 @@ class OrderedScheduler:
             self.started_now(view, job, placement)
         return starts
 
+    def resync(self) -> None:
+        """Forget what was kept between passes: the starts of the last pass were not this scheduler's own."""
+        resync = getattr(self.ordering, "resync", None)
+        if resync is not None:
+            resync()
+
     def started_now(self, view: ClusterView, job: JobView, placement: Placement) -> None:
         """Every start of a pass goes through here: the placement is told, then :meth:`on_start`."""
         confirm_start(self.placement, job, placement, view)

@@ -77,10 +77,16 @@ def propose(lead: Policy, view: ClusterView) -> Proposal:
     return Proposal(decisions, pool, starts, ranked)
 
 
-def led_decisions(proposal: Proposal, view: ClusterView, began: list[tuple[JobView, Placement]]) -> Decisions:
-    """The led policy's answer: its starts, with the heuristic's preemptions, wake-up and info."""
+def led_decisions(
+    lead: Policy, proposal: Proposal, view: ClusterView, began: list[tuple[JobView, Placement]]
+) -> Decisions:
+    """The led policy's answer: its starts, with the heuristic's preemptions, wake-up and info.
+
+    The lead is told when those starts are not the ones it proposed (:func:`settle`).
+    """
     from slurmrl.policy.view import JobIds, Start
 
+    settle(lead, proposal, began)
     started = [job for job, _ in began]
     return Decisions(
         order=JobIds(proposal.order(started, view)),
@@ -89,6 +95,31 @@ def led_decisions(proposal: Proposal, view: ClusterView, began: list[tuple[JobVi
         wake_at=proposal.decisions.wake_at,
         info=proposal.decisions.info,
     )
+
+
+def runs_after(view: ClusterView, proposal: Proposal) -> bool:
+    """A job keeps running through this pass: one the lead does not preempt.
+
+    Only an end or an arrival makes the next decision point, so a led pass
+    that starts nothing while nothing runs could leave jobs waiting forever
+    on an idle cluster.
+    """
+    stopping = set(proposal.decisions.preempt)
+    return any(j.job_id not in stopping for j in view.running)
+
+
+def settle(lead: Policy, proposal: Proposal, began: list[tuple[JobView, Placement]]) -> None:
+    """Make ``lead`` rebuild its state when the led pass did not start what it proposed.
+
+    A heuristic that keeps state between passes (a ranking told of its own
+    starts, backfill's running jobs) takes its proposals for starts; when
+    the led policy started others, that state is wrong in ways its cheap
+    checks (counts) can miss, so it reads the next view afresh.
+    """
+    if {j.job_id: p for j, p in began} != {j.job_id: p for j, p in proposal.starts}:
+        resync = getattr(lead, "resync", None)
+        if resync is not None:
+            resync()
 
 
 class Led:

@@ -171,7 +171,7 @@ class LedSchedEnv(SchedEnv):
     def _finish_pass(self) -> None:
         p = self._pass
         if p is not None:
-            self._require_sim().apply(led_decisions(p.proposal, p.view, p.began))
+            self._require_sim().apply(led_decisions(self._lead, p.proposal, p.view, p.began))
         self._pass, self._step = None, None
 
     def _reward(self) -> float:

@@ -47,6 +47,7 @@ from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
 from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
+from slurmrl.rl.yardstick import validation_workload
 from slurmrl.sim.experiment import Workload
 
 STATE = "train_state.pt"
@@ -609,7 +610,7 @@ def train(
     eval_wl = (
         held_out_workload(env_cfg, workloads, cfg.eval_jobs, cfg.eval_compression) if cfg.eval_every else None
     )
-    val_wl = _validation_workload(cfg.validate, env_cfg.workload_seed)
+    val_wl = validation_workload(cfg.validate, env_cfg.workload_seed)
     if val_wl is not None and not resume:
         best_val = _validate(out, net, env_cfg, val_wl, best_val, log)  # update 0: the lead itself
 
@@ -730,21 +731,6 @@ def _critic(cfg: PPOConfig, env_cfg: EnvConfig) -> tuple[TopDRLNet, torch.optim.
         return None
     critic = new_network(env_cfg.obs, hidden=cfg.hidden, conv=cfg.conv)
     return critic, torch.optim.Adam(critic.parameters(), lr=cfg.learning_rate, eps=1e-5)
-
-
-def _validation_workload(name: str, seed: int) -> Workload | None:
-    """The validation scenario's workload; it must be a training-side one (never the held-out suite)."""
-    if not name:
-        return None
-    from slurmrl.scenarios import get_scenario
-    from slurmrl.sim.experiment import prepare
-
-    if get_scenario(name).role != "train":
-        raise ConfigError(
-            f"validation scenario '{name}' is not on the training side",
-            hint="validate on a scenario with role 'train' (see `slurmrl scenarios`)",
-        )
-    return prepare(scenario=name, seed=seed)
 
 
 def _replay(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> float:

@@ -153,7 +153,7 @@ class WindowPolicy(Led):
             feat.hold(job, chosen, view.now)
             began.append((job, chosen))
             done.add(job.job_id)
-        return led_decisions(proposal, view, began)
+        return led_decisions(lead, proposal, view, began)
 
 
 @dataclass(frozen=True)

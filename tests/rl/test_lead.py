@@ -224,3 +224,31 @@ def test_a_led_pass_holds_a_proposal_back_no_longer_than_its_time_limit() -> Non
     }
     assert 110.0 < start["small"] <= 150.0  # the first decision point after it waited 100 s
     assert start["tick-1"] > 1150.0  # held back as long as its own limit allows
+
+
+@pytest.mark.parametrize("lead", ["sjf-limit", "qssf", "fifo-backfill", "slurm"])
+def test_a_lead_whose_proposal_waited_while_another_job_started_reads_the_next_view_afresh(lead: str) -> None:
+    """One start swapped for another leaves every count as the lead expects; it must still not propose a running job."""
+    from slurmrl.cluster import load_cluster
+    from slurmrl.cluster.pool import GpuPool
+    from slurmrl.policy.view import ClusterView, JobView
+    from slurmrl.rl.lead import led_decisions, propose
+
+    cluster = load_cluster("1x1x8:v100")
+    small = JobView("small", 4, 0.0, time_limit=600.0)
+    large = JobView("large", 6, 1.0, time_limit=3600.0)
+    tail = JobView("tail", 8, 2.0, time_limit=7200.0)  # the newest arrival, untouched by the swap
+    heuristic = lead_policy(lead, "first-fit")
+    assert heuristic is not None
+    first = ClusterView(10.0, cluster, GpuPool(cluster).readonly(), (small, large, tail), (), ())
+    proposal = propose(heuristic, first)
+    assert [j.job_id for j, _ in proposal.starts] == ["small"]
+    swapped = (large, make_placement("first-fit").place(large, first.pool, first))
+    led_decisions(heuristic, proposal, first, [swapped])  # the led pass started "large" instead
+
+    pool = GpuPool(cluster)
+    pool.allocate(swapped[1])
+    running = large.running(10.0, swapped[1])
+    after = ClusterView(20.0, cluster, pool.readonly(), (small, tail), (running,), ())
+    again = propose(heuristic, after)
+    assert sorted(again.decisions.order) == ["small", "tail"]

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from slurmrl.errors import ConfigError
 from slurmrl.rl.env import EnvConfig, SchedEnv, trace_workload
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.config import NetConfig
@@ -289,10 +288,3 @@ def test_the_prior_adds_to_the_logits_before_the_mask() -> None:
     prior = torch.tensor([[0.0, -1.0, -2.0, -3.0, -4.0]] * 3)
     led, _ = _policy_out(net, dict(obs, prior=prior))
     assert torch.allclose(led, plain + prior)
-
-
-def test_validation_refuses_a_held_out_scenario() -> None:
-    from slurmrl.rl.ppo import _validation_workload
-
-    with pytest.raises(ConfigError, match="not on the training side"):
-        _validation_workload("philly-448-weeks3-4", 0)

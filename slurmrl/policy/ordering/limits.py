@@ -48,6 +48,9 @@ class AskedOrdering:
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
+    def resync(self) -> None:
+        self._ranking.resync()
+
 
 class SrtfLimit(PreemptiveScheduler):
     """Shortest remaining asked GPU-time first, preemptive."""

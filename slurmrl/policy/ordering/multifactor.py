@@ -311,6 +311,9 @@ class MultifactorOrdering:
         self._note_starts([j for j in map(self._ranking.job, job_ids) if j is not None], self._now)
         self._ranking.started(job_ids)
 
+    def resync(self) -> None:
+        self._ranking.resync()
+
 
 class SlurmPolicy(SlurmBackfill):
     """Slurm's ordering and backfill, set up from the cluster's settings on the first pass.

@@ -50,6 +50,9 @@ class SjfOrdering(_Durations):
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
+    def resync(self) -> None:
+        self._ranking.resync()
+
 
 class SrtfOracle(PreemptiveScheduler):
     """Shortest remaining time first, preempting jobs with much longer remaining time."""

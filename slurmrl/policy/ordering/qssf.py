@@ -129,6 +129,9 @@ class QssfOrdering:
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
+    def resync(self) -> None:
+        self._ranking.resync()
+
 
 def make_qssf(placement: PlacementPolicy) -> EasyBackfill:
     return EasyBackfill("qssf", QssfOrdering(), placement)

@@ -69,11 +69,15 @@ class MaifsStep:
     actions: np.ndarray  # [K] int64 (0 for padding rows)
     logps: np.ndarray  # [K] float32
     time: float
+    priors: np.ndarray  # [K, O] float32: what a lead added to each agent's logits (zeros when unled)
 
 
 # Logit bonus of the option a lead heuristic proposes for an agent (its count
 # and rack, on its GPUs), or of "not now" for an agent it starts nothing for.
-LEAD_BONUS = 1.0
+# An agent has up to max_counts x (racks + 1) + 1 options (28 on 8 racks):
+# at 3.0, near-zero logits draw the lead's option about half the time or
+# more, so training explores around the lead instead of almost uniformly.
+LEAD_BONUS = 3.0
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,7 @@ class Resolver:
         masks[:, -1] = True  # padding rows: only "not now"
         actions = np.full(k, n_opt - 1, dtype=np.int64)
         logps = np.zeros(k, dtype=np.float32)
+        priors = np.zeros((k, n_opt), dtype=np.float32)
         now = view.now
 
         def usable(job: JobView) -> GpuPool:
@@ -218,7 +223,9 @@ class Resolver:
                 if not mask[:-1].any():
                     mask[-1] = True
             options[i], masks[i], actions[i], logps[i] = rows, mask, a, logp
-        return MaifsStep(jobs, glob, options, masks, actions, logps, now), starts
+            if prior is not None:
+                priors[i] = prior
+        return MaifsStep(jobs, glob, options, masks, actions, logps, now, priors), starts
 
     def _lead(
         self, agent: Agent, lead: Lead, mask: np.ndarray, pool: GpuPool

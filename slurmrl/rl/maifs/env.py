@@ -5,7 +5,9 @@ An episode draws ``episode_jobs`` consecutive jobs of a training workload
 ``compression`` (the evaluation weeks are more loaded than the training
 ones: offered load 1.24 and 1.44 against 1.12 and 0.89), and replays them on
 an empty cluster under the simulator's settings with the given chooser,
-recording every multi-agent step.
+recording every multi-agent step. With ``lead`` (a deployable rigid
+heuristic) the agents are led by it (:mod:`.policy`): the episode starts from
+that heuristic's decisions, which zero logits reproduce.
 
 Reward of step ``s``: minus the number of jobs in the system (waiting or
 running) integrated from its time to the next step's (to the last job's end
@@ -24,9 +26,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from slurmrl.errors import ConfigError
+from slurmrl.rl.lead import lead_policy
 from slurmrl.rl.maifs.coordination import AgentNet, Chooser, MaifsStep
 from slurmrl.rl.maifs.obs import MaifsObs
-from slurmrl.rl.maifs.policy import MaifsPolicy
+from slurmrl.rl.maifs.policy import LEAD_PLACEMENT, MaifsPolicy
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, run_policy
 from slurmrl.sim.records import JobRecord
 
@@ -41,6 +44,7 @@ class EnvConfig:
     elastic: str = DEFAULT_ELASTIC
     obs: MaifsObs = field(default_factory=MaifsObs)
     workload_seed: int = 0
+    lead: str = ""  # a deployable heuristic the agents follow ("": none)
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,13 @@ class ElasticEnv:
         label = f"{wl.label}[{start}:{start + n}]x{factor:.2f}"
         return replace(wl, trace=replace(wl.trace, jobs=window), label=label)
 
+    def policy(self, net: AgentNet, choose: Chooser) -> MaifsPolicy:
+        """The agents as a policy, led by a fresh instance of the lead (its state is per replay)."""
+        return MaifsPolicy(self.config.obs, net, choose, lead=lead_policy(self.config.lead, LEAD_PLACEMENT))
+
     def run(self, workload: Workload, net: AgentNet, choose: Chooser) -> Episode:
         """Replay ``workload``; rewards from the finished jobs' records."""
-        policy = MaifsPolicy(self.config.obs, net, choose)
+        policy = self.policy(net, choose)
         policy.steps = []
         out = run_policy(workload, policy, settings=self.settings)
         steps = tuple(policy.steps)

@@ -36,7 +36,7 @@ from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.policy.ordering.qssf import QssfOrdering
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl import checkpoints
-from slurmrl.rl.lead import Led, check_lead, lead_policy, led_decisions, propose
+from slurmrl.rl.lead import Led, check_lead, lead_policy, led_decisions, propose, runs_after
 from slurmrl.rl.maifs.coordination import AgentNet, Chooser, Lead, MaifsStep, Resolver
 from slurmrl.rl.maifs.obs import MaifsObs
 from slurmrl.rl.maifs.reservation import Gate, Reserver
@@ -180,7 +180,9 @@ class MaifsPolicy(Led):
             began.extend((by_id[s.job_id], s.placement) for s in started)
             if not props and not started:
                 break
-        return led_decisions(proposal, view, began)
+        if not began and proposal.starts and not runs_after(view, proposal):
+            began = list(proposal.starts)  # the agents would leave the cluster idle: the lead's starts stand
+        return led_decisions(lead, proposal, view, began)
 
     @classmethod
     def from_dir(cls, directory: Path | str) -> MaifsPolicy:
@@ -212,7 +214,12 @@ class Checkpoint:
 
 
 def save_checkpoint(
-    directory: Path, net: MaifsNet, obs: MaifsObs, extra: Mapping[str, object] | None = None
+    directory: Path,
+    net: MaifsNet,
+    obs: MaifsObs,
+    extra: Mapping[str, object] | None = None,
+    *,
+    lead: str = "",
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -220,6 +227,8 @@ def save_checkpoint(
         "net": net.cfg.to_dict(),
         "obs": obs.to_dict(),
     }
+    if lead:
+        config["lead"] = lead
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)

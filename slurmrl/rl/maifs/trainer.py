@@ -41,7 +41,7 @@ from slurmrl.rl.nets.config import MaifsNetConfig
 from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs
+from slurmrl.rl.yardstick import last_jobs, validation_workload
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -84,6 +84,7 @@ class MaifsConfig:
     target_kl: float | None = 0.02
     eval_every: int = 5
     eval_jobs: int = 2000
+    validate: str = ""  # a training-side scenario left out of the episodes, replayed instead of the yardstick
     seed: int = 0
 
 
@@ -107,6 +108,7 @@ class StepBatch:
     masks: torch.Tensor  # [T, K, O] bool
     actions: torch.Tensor  # [T, K]
     logps: torch.Tensor  # [T, K]
+    priors: torch.Tensor  # [T, K, O]: the lead's bonus, part of the behaviour policy's logits
     decides: torch.Tensor  # [T, K] bool: real agents with a choice
     advantages: torch.Tensor  # [T]
     returns: torch.Tensor  # [T]
@@ -124,6 +126,7 @@ def stack_steps(steps: Sequence[MaifsStep]) -> dict[str, torch.Tensor]:
         "masks": torch.as_tensor(np.stack([s.masks for s in steps])),
         "actions": torch.as_tensor(np.stack([s.actions for s in steps])),
         "logps": torch.as_tensor(np.stack([s.logps for s in steps])),
+        "priors": torch.as_tensor(np.stack([s.priors for s in steps])),
     }
 
 
@@ -173,7 +176,7 @@ def mappo_update(
         for lo in range(0, size, mb):
             b = batch.select(torch.as_tensor(idx[lo : lo + mb]))
             logits, value = net(b.jobs, b.glob, b.options, b.masks)
-            logp_all = torch.log_softmax(logits, dim=2)
+            logp_all = torch.log_softmax(logits + b.priors, dim=2)
             logp = logp_all.gather(2, b.actions.unsqueeze(2)).squeeze(2)
             log_ratio = logp - b.logps
             ratio = log_ratio.exp()
@@ -198,25 +201,31 @@ def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
     return last_jobs(env.workloads, jobs)
 
 
+def checkpoint_windows(env: ElasticEnv, cfg: MaifsConfig) -> list[Workload]:
+    """What the kept checkpoint is chosen on: the validation window if named, else the yardstick."""
+    held = validation_workload(cfg.validate, cfg.env.workload_seed)
+    return [held] if held is not None else yardstick(env, cfg.eval_jobs)
+
+
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
     """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
-    from slurmrl.rl.maifs.policy import MaifsPolicy
-
     actor = numpy_copy(net)
     jcts = [
-        float(
-            run_policy(w, MaifsPolicy(env.config.obs, actor, greedy), settings=env.settings).summary[
-                "avg_jct"
-            ]
-        )  # type: ignore[arg-type]
+        float(run_policy(w, env.policy(actor, greedy), settings=env.settings).summary["avg_jct"])
         for w in windows
-    ]
+    ]  # type: ignore[arg-type]
     return float(np.mean(jcts))
 
 
 def new_network(cfg: MaifsConfig) -> MaifsNet:
+    """A fresh network; led, its option head starts at zero, so the untrained agents *are* the lead."""
     obs = cfg.env.obs
-    return MaifsNet(MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features, cfg.hidden))
+    net = MaifsNet(MaifsNetConfig(obs.job_features, obs.option_features, obs.global_features, cfg.hidden))
+    if cfg.env.lead:
+        with torch.no_grad():
+            net.option[-1].weight.zero_()
+            net.option[-1].bias.zero_()
+    return net
 
 
 def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> MaifsResult:
@@ -226,10 +235,14 @@ def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None =
     env = ElasticEnv(cfg.env, workloads=workloads)
     net = new_network(cfg)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
-    windows = yardstick(env, cfg.eval_jobs) if cfg.eval_every else []
+    windows = checkpoint_windows(env, cfg) if cfg.eval_every else []
     (out / RUN).write_text(json.dumps({"maifs": config_dict(cfg)}, indent=2) + "\n")
     t0, c0 = time.perf_counter(), time.process_time()
     best, steps_done, update = math.inf, 0, 0
+    if windows and cfg.env.lead:
+        # Update 0 is the lead itself: the floor every kept checkpoint must beat.
+        best = evaluate(env, net, windows)
+        _save(out, net, cfg, 0, 0, best, (time.perf_counter() - t0, time.process_time() - c0))
     with (out / LOG).open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS)
         writer.writeheader()
@@ -321,7 +334,7 @@ def _save(
         "cpu_seconds": round(times[1], 1),
         "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1),
     }
-    save_checkpoint(out, net, cfg.env.obs, extra)
+    save_checkpoint(out, net, cfg.env.obs, extra, lead=cfg.env.lead)
 
 
 def _record_totals(out: Path, updates: int, steps: int, wall: float, cpu: float) -> None:
@@ -346,13 +359,15 @@ def config_from_request(
     learning_rate: float | None = None,
     target_kl: float | None = None,
     wall_limit: float | None = None,
+    lead: str | None = None,
+    validate: str | None = None,
 ) -> MaifsConfig:
     """The trainer's config for ``slurmrl train --policy maifs``; None keeps the default.
 
     ``steps`` caps the agent steps: updates = steps / (the ~2,000 steps two
     1,000-job episodes give), the wall-time limit usually stopping it first.
     """
-    env = EnvConfig(scenarios=scenarios)
+    env = EnvConfig(scenarios=scenarios, lead=lead or "")
     if episode_jobs is not None:
         env = replace(env, episode_jobs=episode_jobs)
     cfg = MaifsConfig(env=env, updates=max(1, steps // 2000), seed=seed)
@@ -361,5 +376,6 @@ def config_from_request(
         "learning_rate": learning_rate,
         "target_kl": target_kl,
         "wall_limit_s": wall_limit,
+        "validate": validate,
     }
     return replace(cfg, **{k: v for k, v in given.items() if v is not None})

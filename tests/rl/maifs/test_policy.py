@@ -92,3 +92,30 @@ def test_the_shipped_checkpoint_is_what_the_registry_loads() -> None:
     assert isinstance(policy, MaifsPolicy) and policy.name == "maifs"
     obs, cfg, _ = read_checkpoint(folder)
     assert policy.obs == obs and policy.net.cfg == cfg
+
+
+class _AlwaysWait:
+    """Agents that always choose "not now", however strong the lead's prior."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def encode(self, jobs: np.ndarray, glob: np.ndarray) -> np.ndarray:
+        return self.inner.encode(jobs, glob)  # type: ignore[attr-defined]
+
+    def logits(self, context: np.ndarray, agent: int, options: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        out = np.full(mask.size, -1e9, dtype=np.float32)
+        out[-1] = 1e3
+        return np.where(mask, out, np.float32(-1e9))
+
+
+def test_led_agents_never_leave_the_cluster_idle() -> None:
+    """Waiting agents on an idle cluster would leave jobs unfinished: there the lead's starts stand."""
+    from slurmrl.rl.lead import lead_policy
+    from slurmrl.rl.maifs.policy import LEAD_PLACEMENT
+
+    workload = small_workload(50)
+    net = _AlwaysWait(numpy_copy(random_net()))
+    policy = MaifsPolicy(MaifsObs(), net, lead=lead_policy("sjf-limit", LEAD_PLACEMENT))  # type: ignore[arg-type]
+    result = run_policy(workload, policy, settings=SimSettings(elastic="fraction:0.5"))
+    assert result.summary["unfinished"] == 0 and result.summary["finished"] == 50
