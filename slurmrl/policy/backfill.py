@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter
@@ -97,6 +97,16 @@ class EasyBackfill(OrderedScheduler):
         if self._grid is not None:
             _paint(self._grid, placement, end)
 
+    def _untrack(self, job_id: str) -> None:
+        hit = self._running.pop(job_id, None)
+        if hit is None:
+            return
+        if self._grid is not None:
+            _paint(self._grid, hit[1], math.inf)
+        i = bisect.bisect_left(self._ends, (hit[0], job_id))
+        if i < len(self._ends) and self._ends[i][1] == job_id:
+            del self._ends[i]
+
     def _sync(self, view: ClusterView) -> None:
         if view.finished:
             self._version += 1
@@ -106,12 +116,7 @@ class EasyBackfill(OrderedScheduler):
             for end, placement in self._running.values():
                 _paint(grid, placement, end)
         for done in view.finished:
-            hit = self._running.pop(done.job.job_id, None)
-            if hit is not None:
-                _paint(grid, hit[1], math.inf)
-                i = bisect.bisect_left(self._ends, (hit[0], done.job.job_id))
-                if i < len(self._ends) and self._ends[i][1] == done.job.job_id:
-                    del self._ends[i]
+            self._untrack(done.job.job_id)
         if len(self._running) != len(view.running):
             self._version += 1
             self._running.clear()
@@ -126,10 +131,14 @@ class EasyBackfill(OrderedScheduler):
             for end, placement in self._running.values():
                 _paint(grid, placement, end)
 
-    def resync(self) -> None:
-        super().resync()
-        self._running.clear()
-        self._grid = None  # rebuilt from view.running by the next _sync
+    def amend(
+        self, view: ClusterView, held_back: Sequence[JobView], others: Sequence[tuple[JobView, Placement]]
+    ) -> None:
+        super().amend(view, held_back, others)
+        for job in held_back:
+            self._untrack(job.job_id)
+        for job, placement in others:
+            self._track(job.job_id, view.now + limit_of(job), placement)
         self._version += 1
 
     # -- the pass ----------------------------------------------------------------

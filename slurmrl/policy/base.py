@@ -10,7 +10,7 @@ implementations (for example RL agents that also choose placement) implement
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from slurmrl.cluster.model import Placement
@@ -119,11 +119,23 @@ class OrderedScheduler:
             self.started_now(view, job, placement)
         return starts
 
-    def resync(self) -> None:
-        """Forget what was kept between passes: the starts of the last pass were not this scheduler's own."""
-        resync = getattr(self.ordering, "resync", None)
-        if resync is not None:
-            resync()
+    def amend(
+        self, view: ClusterView, held_back: Sequence[JobView], others: Sequence[tuple[JobView, Placement]]
+    ) -> None:
+        """The pass just decided was carried out otherwise: ``held_back`` did not start, ``others`` did.
+
+        A policy led by this scheduler starts what it chooses; what the
+        scheduler keeps between passes (its ranking, backfill's running
+        jobs) must follow what happened, not what it proposed.
+        """
+        if held_back:
+            unstarted = getattr(self.ordering, "unstarted", None)
+            if unstarted is not None:
+                unstarted([j.job_id for j in held_back])
+        if others:
+            started = getattr(self.ordering, "started", None)
+            if started is not None:
+                started([j.job_id for j, _ in others])
 
     def started_now(self, view: ClusterView, job: JobView, placement: Placement) -> None:
         """Every start of a pass goes through here: the placement is told, then :meth:`on_start`."""

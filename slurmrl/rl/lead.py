@@ -86,7 +86,7 @@ def led_decisions(
     """
     from slurmrl.policy.view import JobIds, Start
 
-    settle(lead, proposal, began)
+    settle(lead, proposal, view, began)
     started = [job for job, _ in began]
     return Decisions(
         order=JobIds(proposal.order(started, view)),
@@ -108,18 +108,23 @@ def runs_after(view: ClusterView, proposal: Proposal) -> bool:
     return any(j.job_id not in stopping for j in view.running)
 
 
-def settle(lead: Policy, proposal: Proposal, began: list[tuple[JobView, Placement]]) -> None:
-    """Make ``lead`` rebuild its state when the led pass did not start what it proposed.
+def settle(
+    lead: Policy, proposal: Proposal, view: ClusterView, began: list[tuple[JobView, Placement]]
+) -> None:
+    """Tell ``lead`` what its pass became: the proposals held back and the other starts.
 
     A heuristic that keeps state between passes (a ranking told of its own
-    starts, backfill's running jobs) takes its proposals for starts; when
-    the led policy started others, that state is wrong in ways its cheap
-    checks (counts) can miss, so it reads the next view afresh.
+    starts, backfill's running jobs) takes its proposals for starts; its
+    cheap consistency checks (counts) cannot see a proposal held back while
+    another job starts in its stead.
     """
-    if {j.job_id: p for j, p in began} != {j.job_id: p for j, p in proposal.starts}:
-        resync = getattr(lead, "resync", None)
-        if resync is not None:
-            resync()
+    proposed = {j.job_id: p for j, p in proposal.starts}
+    chosen = {j.job_id: p for j, p in began}
+    held_back = [j for j, p in proposal.starts if chosen.get(j.job_id) != p]
+    others = [(j, p) for j, p in began if proposed.get(j.job_id) != p]
+    amend = getattr(lead, "amend", None)
+    if (held_back or others) and amend is not None:
+        amend(view, held_back, others)
 
 
 class Led:

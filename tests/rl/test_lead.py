@@ -226,9 +226,16 @@ def test_a_led_pass_holds_a_proposal_back_no_longer_than_its_time_limit() -> Non
     assert start["tick-1"] > 1150.0  # held back as long as its own limit allows
 
 
-@pytest.mark.parametrize("lead", ["sjf-limit", "qssf", "fifo-backfill", "slurm"])
-def test_a_lead_whose_proposal_waited_while_another_job_started_reads_the_next_view_afresh(lead: str) -> None:
-    """One start swapped for another leaves every count as the lead expects; it must still not propose a running job."""
+def _heuristics() -> list[str]:
+    from slurmrl.policy.registry import POLICIES
+
+    return sorted(n for n, e in POLICIES.items() if e.deployable and not e.learned)
+
+
+@pytest.mark.parametrize("lead", _heuristics())
+def test_a_lead_told_of_a_swapped_start_decides_as_a_fresh_one(lead: str) -> None:
+    """A proposal held back while another job started leaves every count as the lead expects;
+    told of it (settle), the lead's next pass is the one a fresh instance makes of the same view."""
     from slurmrl.cluster import load_cluster
     from slurmrl.cluster.pool import GpuPool
     from slurmrl.policy.view import ClusterView, JobView
@@ -242,13 +249,18 @@ def test_a_lead_whose_proposal_waited_while_another_job_started_reads_the_next_v
     assert heuristic is not None
     first = ClusterView(10.0, cluster, GpuPool(cluster).readonly(), (small, large, tail), (), ())
     proposal = propose(heuristic, first)
-    assert [j.job_id for j, _ in proposal.starts] == ["small"]
-    swapped = (large, make_placement("first-fit").place(large, first.pool, first))
-    led_decisions(heuristic, proposal, first, [swapped])  # the led pass started "large" instead
+    started = [j.job_id for j, _ in proposal.starts]
+    others = [j for j in (large, small) if j.job_id not in started]
+    swapped = (others[0], make_placement("first-fit").place(others[0], first.pool, first))
+    assert swapped[1] is not None
+    led_decisions(heuristic, proposal, first, [swapped])  # the led pass started another job instead
 
     pool = GpuPool(cluster)
     pool.allocate(swapped[1])
-    running = large.running(10.0, swapped[1])
-    after = ClusterView(20.0, cluster, pool.readonly(), (small, tail), (running,), ())
-    again = propose(heuristic, after)
-    assert sorted(again.decisions.order) == ["small", "tail"]
+    running = swapped[0].running(10.0, swapped[1])
+    waiting = tuple(j for j in (small, large, tail) if j is not swapped[0])
+    after = ClusterView(20.0, cluster, pool.readonly(), waiting, (running,), ())
+    fresh = lead_policy(lead, "first-fit")
+    assert fresh is not None
+    got, want = propose(heuristic, after).decisions, propose(fresh, after).decisions
+    assert list(got.order) == list(want.order) and got.starts == want.starts

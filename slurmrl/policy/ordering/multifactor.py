@@ -311,8 +311,16 @@ class MultifactorOrdering:
         self._note_starts([j for j in map(self._ranking.job, job_ids) if j is not None], self._now)
         self._ranking.started(job_ids)
 
-    def resync(self) -> None:
-        self._ranking.resync()
+    def unstarted(self, job_ids: Sequence[str]) -> None:
+        """Take back :meth:`started` for jobs whose start did not happen (a led pass held them back)."""
+        last = self._usage_time if self._usage_time is not None else self._now
+        for job_id in job_ids:
+            noted = self._running.pop(job_id, None)
+            if noted is not None:
+                acct, gpus, start = noted
+                self._running_gpus[acct] -= gpus
+                self._fresh[acct] = self._fresh.get(acct, 0.0) + gpus * max(0.0, start - last)
+        self._ranking.unstarted(job_ids)
 
 
 class SlurmPolicy(SlurmBackfill):

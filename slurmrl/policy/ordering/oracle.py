@@ -50,8 +50,8 @@ class SjfOrdering(_Durations):
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
-    def resync(self) -> None:
-        self._ranking.resync()
+    def unstarted(self, job_ids: Sequence[str]) -> None:
+        self._ranking.unstarted(job_ids)
 
 
 class SrtfOracle(PreemptiveScheduler):

@@ -129,8 +129,8 @@ class QssfOrdering:
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
-    def resync(self) -> None:
-        self._ranking.resync()
+    def unstarted(self, job_ids: Sequence[str]) -> None:
+        self._ranking.unstarted(job_ids)
 
 
 def make_qssf(placement: PlacementPolicy) -> EasyBackfill:

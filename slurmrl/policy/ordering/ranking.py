@@ -104,7 +104,6 @@ class Ranking:
         self._extra: list[tuple[float, float, int, int]] = []  # (key, submit, seq, position), sorted
         self._next_rekey = -np.inf
         self._force = False
-        self._stale = False  # read every pending job from the next view (see resync)
         self.rebuilds = 0  # full re-keys so far (for tests and profiling)
         self._lent: weakref.ref[Ranked] | None = None  # the last snapshot handed the liveness array
 
@@ -125,14 +124,19 @@ class Ranking:
         """Re-key every pending job at the next :meth:`order` (the keys' inputs changed)."""
         self._force = True
 
-    def resync(self) -> None:
-        """Rebuild from the next view: the starts it was told of are not the ones that happened.
+    def unstarted(self, job_ids: Iterable[str]) -> None:
+        """Pending again: jobs it was told had started whose start did not happen.
 
-        A policy led by a heuristic starts other jobs than the heuristic
-        proposed; the arrival and count checks of :meth:`absorb` miss a
-        proposal that waits while another job starts in its stead.
+        A policy led by a heuristic may hold back what the heuristic
+        proposed and start another job instead; the arrival and count
+        checks of :meth:`absorb` cannot see such a swap, so the led policy
+        says which of the starts it was told of did not happen.
         """
-        self._stale = True
+        for job_id in job_ids:
+            seq = self._seq.get(job_id)
+            if seq is not None and not self._alive[seq]:
+                self._writable()[seq] = True
+                self._count += 1
 
     def job(self, job_id: str) -> JobView | None:
         """The tracked pending job with this id, if any."""
@@ -155,10 +159,6 @@ class Ranking:
         view, which also refreshes every job's columns.
         """
         pending = view.pending
-        if self._stale:
-            self._stale = False
-            self._from_view(pending)
-            return
         arrivals: list[JobView] = []
         for job in reversed(pending):  # type: ignore[call-overload]
             seq = self._seq.get(job.job_id)
