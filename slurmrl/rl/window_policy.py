@@ -40,7 +40,7 @@ from slurmrl.policy.base import PlacementPolicy, Policy, confirm_start
 from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
 from slurmrl.rl.features import Featurizer, ObsConfig, Observation
 from slurmrl.rl.inference import MASKED, pick
-from slurmrl.rl.lead import Led, Proposal, led_decisions, propose
+from slurmrl.rl.lead import Led, Proposal, led_decisions, propose, runs_after
 
 # Prior gap between consecutive ranks of a heuristic-led window (see the module docstring).
 LEAD_STEP = 1.0
@@ -200,15 +200,12 @@ def led_step(
 
 
 def _busy(view: ClusterView, proposal: Proposal, done: set[str]) -> bool:
-    """Something runs after this pass: a job it started, or a running job the lead does not preempt.
+    """Something runs after this pass: a job it started, or one already running (:func:`runs_after`).
 
-    "Stop" holds the rest of the window until the next decision point, and
-    only an end or an arrival makes one: with nothing running, a stop could
-    leave a job waiting forever on an idle cluster (the simulator would end
-    with it unfinished), so a led pass may stop only while something runs.
+    "Stop" holds the rest of the window until the next decision point, so a
+    led pass may stop only while something runs.
     """
-    stopping = set(proposal.decisions.preempt)
-    return bool(done) or any(j.job_id not in stopping for j in view.running)
+    return bool(done) or runs_after(view, proposal)
 
 
 def _overdue(view: ClusterView, props: list[tuple[JobView, Placement]], mask: np.ndarray) -> bool:
