@@ -21,6 +21,7 @@ pickle) and ``config.json``, loadable without torch: decisions run in numpy.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -163,11 +164,12 @@ class MaifsPolicy(Led):
         pool, proposed = proposal.pool, list(proposal.starts)
         resolver, estimator, k = self.resolver(view), self.ordering.estimator, self.obs.window
         began: list[tuple[JobView, Placement]] = []
-        done_ids: set[str] = set()
+        # The pool only shrinks within a pass, so a job that cannot fit now never will:
+        # the lead's ranking is read once, a window at a time, however long the queue.
+        waiting = (j for j in proposal.ranked if could_fit(j, pool))
         while pool.total_free > 0 or proposed:
             props, proposed = proposed[:k], proposed[k:]
-            rest = [j for j in proposal.ranked if j.job_id not in done_ids and could_fit(j, pool)]
-            window = [j for j, _ in props] + rest[: k - len(props)]
+            window = [j for j, _ in props] + list(itertools.islice(waiting, k - len(props)))
             if not window:
                 break
             agents = [resolver.agent(job, estimator.estimate(job)) for job in window]
@@ -175,7 +177,6 @@ class MaifsPolicy(Led):
             step, started = resolver.step(agents, view, pool, self.net, self.choose, None, leads)
             if self.steps is not None:
                 self.steps.append(step)
-            done_ids.update(job.job_id for job in window)
             by_id = {job.job_id: job for job in window}
             began.extend((by_id[s.job_id], s.placement) for s in started)
             if not props and not started:
