@@ -126,7 +126,6 @@ def led_copy(tmp_path: Path, shipped: str, lead: object) -> Path:
     folder = tmp_path / f"{shipped}-{lead}"
     shutil.copytree(shipped_policy_dir(shipped), folder)
     config = json.loads((folder / "config.json").read_text())
-    assert "lead" not in config  # the shipped checkpoints decide as they were trained
     (folder / "config.json").write_text(json.dumps({**config, "lead": lead}))
     return folder
 
@@ -135,6 +134,8 @@ def test_maifs_and_harmony_checkpoints_name_their_lead(tmp_path: Path) -> None:
     from slurmrl.rl.harmony.policy import HarmonyPolicy
     from slurmrl.rl.maifs.policy import MaifsPolicy
 
+    shipped = MaifsPolicy.from_dir(shipped_policy_dir("maifs-philly"))
+    assert shipped.lead is not None and shipped.lead.name == "sjf-limit"  # as it was trained
     maifs = MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "qssf"))
     assert maifs.lead is not None and maifs.lead.name == "qssf"
     assert HarmonyPolicy.from_dir(led_copy(tmp_path, "harmony-philly", True)).placement.lead
