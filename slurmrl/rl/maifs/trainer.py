@@ -333,6 +333,7 @@ def _save(
         "wall_seconds": round(times[0], 1),
         "cpu_seconds": round(times[1], 1),
         "yardstick_avg_jct": None if math.isinf(eval_jct) else round(eval_jct, 1),
+        "chosen_on": cfg.validate or f"last {cfg.eval_jobs} jobs of each training scenario",
     }
     save_checkpoint(out, net, cfg.env.obs, extra, lead=cfg.env.lead)
 
