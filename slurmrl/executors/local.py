@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -27,6 +29,11 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - macOS has no sched_getaffinity
         return max(1, os.cpu_count() or 1)
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM as an exception, so the pool's clean-up runs as it does for Ctrl-C."""
+    raise SystemExit(128 + signum)
 
 
 def _guarded(task: Callable[[Any], Any], item: Any) -> tuple[Any, str | None]:
@@ -64,6 +71,10 @@ class LocalExecutor:
         context.set_forkserver_preload(PRELOAD)
         pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=context)
         pending: dict[Future, int] = {}
+        # Killed by SIGTERM (a batch system's time limit, `kill`), the process would
+        # leave its workers running their tasks: raise instead, as Ctrl-C does.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main else None
         try:
             pending = {pool.submit(_guarded, task, item): i for i, item in enumerate(items)}
             while pending:
@@ -84,4 +95,7 @@ class LocalExecutor:
                 process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
         pool.shutdown(wait=True)
