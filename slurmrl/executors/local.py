@@ -96,6 +96,6 @@ class LocalExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         finally:
-            if main:
-                signal.signal(signal.SIGTERM, previous)
+            if main:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         pool.shutdown(wait=True)

@@ -210,10 +210,8 @@ def checkpoint_windows(env: ElasticEnv, cfg: MaifsConfig) -> list[Workload]:
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
     """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
     actor = numpy_copy(net)
-    jcts = [
-        float(run_policy(w, env.policy(actor, greedy), settings=env.settings).summary["avg_jct"])
-        for w in windows
-    ]  # type: ignore[arg-type]
+    runs = [run_policy(w, env.policy(actor, greedy), settings=env.settings) for w in windows]
+    jcts = [float(r.summary["avg_jct"]) for r in runs]  # type: ignore[arg-type]
     return float(np.mean(jcts))
 
 

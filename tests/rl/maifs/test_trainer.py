@@ -121,7 +121,8 @@ def test_cli_lead_reaches_the_config_and_must_be_a_heuristic() -> None:
             "x",
         ],
     )
-    assert result.exit_code != 0 and "--lead" in result.output and not isinstance(result.exception, TypeError)
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1
+    assert "--lead: maifs follows a deployable heuristic, not 'sjf-oracle'" in result.output
 
 
 def test_a_named_validation_window_replaces_the_yardstick() -> None:
