@@ -176,8 +176,16 @@ def clean_up(heal: bool = False) -> None:
     if SUBMITTED:
         slurm("scancel", *SUBMITTED)
     if heal:
-        time.sleep(2)
+        end = time.time() + 60
+        while time.time() < end and still_queued(set(SUBMITTED)):
+            time.sleep(0.5)
         subprocess.run([str(TESTCLUSTER), "heal"], capture_output=True, timeout=120)
+
+
+def still_queued(ids: set[str]) -> bool:
+    """Whether any of ``ids`` (job or array ids) is still pending, running or completing."""
+    out = slurm("squeue", "-h", "-o", "%A %F")
+    return out.returncode != 0 or bool(ids & set(out.stdout.split()))
 
 
 def start_daemon(cfg_path: Path) -> subprocess.Popen:

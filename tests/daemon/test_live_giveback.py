@@ -32,6 +32,7 @@ def sbatch(*args: str, account: str = ACCOUNT) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def cleanup():
+    live_slurm.clean_up(heal=True)  # GPUs an earlier module's controller crash left counted
     yield
     live_slurm.clean_up(heal=True)
 
