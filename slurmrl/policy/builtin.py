@@ -104,14 +104,14 @@ POLICIES: tuple[Entry, ...] = (
         "topdrl",
         "slurmrl.rl.topdrl:make_topdrl",
         "TopDRL-style RL agent (CNN over the GPU grid) picks jobs over sjf-limit's pass (zero output = sjf-limit); trained on Philly weeks 1-2",
-        default_placement="topology",
+        default_placement="type-aware",
         learned=True,
     ),
     Entry(
         "topdrl-first",
         "slurmrl.rl.window_policy:make_topdrl_first",
         "baseline for topdrl: its candidate window and placement, always the window's first job that fits",
-        default_placement="topology",
+        default_placement="type-aware",
     ),
     Entry(
         "harmony",

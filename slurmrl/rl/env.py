@@ -49,7 +49,7 @@ from gymnasium import spaces
 
 from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.placement.topology import Topology
+from slurmrl.policy.registry import make_placement
 from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.rl.features import (
     CLUSTER_CHANNELS,
@@ -60,6 +60,7 @@ from slurmrl.rl.features import (
     Observation,
     grid_shape,
 )
+from slurmrl.rl.topdrl import PLACEMENT
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, sim_config
 from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace
@@ -187,7 +188,7 @@ class SchedEnv(gym.Env):
             window = tuple(replace(j, submit_time=t0 + (j.submit_time - t0) / factor) for j in window)
         trace = replace(wl.trace, jobs=window)
         self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
-        self.featurizer = Featurizer(self.cluster, self.config.obs, Topology())
+        self.featurizer = Featurizer(self.cluster, self.config.obs, make_placement(PLACEMENT))
         self._ptr = 0
         self._steps = 0
         self._origin = trace.jobs[0].submit_time

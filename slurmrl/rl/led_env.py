@@ -40,6 +40,7 @@ from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.env import EnvConfig, SchedEnv, _warm_policy
 from slurmrl.rl.features import Featurizer
 from slurmrl.rl.lead import Proposal, lead_policy, led_decisions, propose
+from slurmrl.rl.topdrl import PLACEMENT
 from slurmrl.rl.window_policy import LedStep, led_step
 from slurmrl.sim.experiment import Workload
 from slurmrl.sim.records import Sample
@@ -229,6 +230,6 @@ def _lead(name: str) -> Policy:
     entry = policy_entry(name)
     if not entry.deployable or entry.learned:
         raise ConfigError(f"lead '{name}' must be a deployable heuristic")
-    policy = lead_policy(name, "topology")
+    policy = lead_policy(name, PLACEMENT)
     assert policy is not None
     return policy

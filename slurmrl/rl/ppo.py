@@ -46,7 +46,7 @@ from slurmrl.rl.env import EnvConfig, build_env, env_config
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
-from slurmrl.rl.topdrl import TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
+from slurmrl.rl.topdrl import PLACEMENT, TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
 from slurmrl.rl.yardstick import validation_workload
 from slurmrl.sim.experiment import Workload
 
@@ -189,11 +189,12 @@ def held_out_workload(
 
 
 def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> float:
-    from slurmrl.policy.placement.topology import Topology
+    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it."""
+    from slurmrl.policy.registry import make_placement
     from slurmrl.sim.experiment import run_policy
 
     policy = TopDRLPolicy.from_net(
-        net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
+        net, env_cfg.obs, make_placement(PLACEMENT), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
     )
     return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
 
@@ -672,7 +673,7 @@ def train(
             val_jct = math.nan
             stop = bool(cfg.wall_limit_s) and wall_before + time.perf_counter() - t0 >= cfg.wall_limit_s
             if val_wl is not None and (update % cfg.validate_every == 0 or update == cfg.num_updates or stop):
-                val_jct = _replay(net, env_cfg, val_wl)
+                val_jct = evaluate_net(net, env_cfg, val_wl)
                 if val_jct < best_val:
                     best_val = val_jct
                     save_checkpoint(
@@ -733,17 +734,6 @@ def _critic(cfg: PPOConfig, env_cfg: EnvConfig) -> tuple[TopDRLNet, torch.optim.
     return critic, torch.optim.Adam(critic.parameters(), lr=cfg.learning_rate, eps=1e-5)
 
 
-def _replay(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> float:
-    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it."""
-    from slurmrl.policy.placement.topology import Topology
-    from slurmrl.sim.experiment import run_policy
-
-    policy = TopDRLPolicy.from_net(
-        net, env_cfg.obs, Topology(), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
-    )
-    return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
-
-
 def _validate(
     out: Path,
     net: TopDRLNet,
@@ -753,7 +743,7 @@ def _validate(
     log: Callable[[str], None] | None,
 ) -> float:
     """Replay the validation window now; keep these weights in ``out/best`` if they beat ``best``."""
-    jct = _replay(net, env_cfg, workload)
+    jct = evaluate_net(net, env_cfg, workload)
     if jct < best:
         save_checkpoint(out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead)
     if log is not None:

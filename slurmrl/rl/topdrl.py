@@ -1,8 +1,9 @@
 """The trained TopDRL-style agent as a deployable :class:`~slurmrl.policy.base.Policy`.
 
 At each decision point the agent scores the window of pending jobs; the best
-feasible one starts on the GPUs the ``topology`` placement picks (the closest
-free ones), and the agent is asked again with the updated cluster until it
+feasible one starts on the GPUs the ``type-aware`` placement picks (the closest
+free ones of the fastest GPU type that holds the job: on a cluster of one type,
+exactly ``topology``'s choice), and the agent is asked again with the updated cluster until it
 says wait or nothing fits. Decisions are the argmax of the masked logits,
 near-ties going to the lowest index (:func:`~slurmrl.rl.inference.pick`), so
 the same view always gives the same decisions, in the simulator and beside
@@ -41,6 +42,12 @@ CHECKPOINT_VERSION = 1
 WEIGHTS = checkpoints.WEIGHTS
 CONFIG = checkpoints.CONFIG
 DEFAULT_POLICY = "topdrl-philly"
+# Where the agent's chosen jobs go, in training and in checkpoints written
+# now. On the heterogeneous validation window (philly-hetero-week2-val) the
+# shipped agent placing with type-aware beat itself with topology by 28% on
+# avg JCT, and on one GPU type the two place alike, so every V100 result
+# stands. Checkpoints without the key keep topology, what they were made with.
+PLACEMENT = "type-aware"
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,7 @@ class Checkpoint:
     net: NetConfig
     obs: ObsConfig
     allow_wait: bool = False
-    placement: str = "topology"
+    placement: str = PLACEMENT
     # A deployable heuristic whose decisions lead the window (WindowPolicy's
     # ``lead``): "" for the original window (oldest + smallest asked GPU-time).
     lead: str = ""
@@ -76,7 +83,7 @@ def save_checkpoint(
         "net": net.cfg.to_dict(),
         "obs": obs.to_dict(),
         "allow_wait": allow_wait,
-        "placement": "topology",
+        "placement": PLACEMENT,
     }
     if lead:
         config["lead"] = lead

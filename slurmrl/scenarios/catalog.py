@@ -245,6 +245,21 @@ _LIST = [
         warmup_start=WEEK,
         warm_policy="slurm",
     ),
+    # The validation window once more on the heterogeneous cluster of
+    # philly-hetero: where a policy's placement meets several GPU types.
+    Scenario(
+        "philly-hetero-week2-val",
+        "Philly week 2, days 11-14, on the 640-GPU V100/P100/K80 cluster after days 7-11 under slurm "
+        "(heterogeneous RL validation)",
+        PHILLY,
+        "data:hetero-640.toml",
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+        reference_gpu="p40",
+    ),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
     # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace

@@ -8,7 +8,7 @@ from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.rl.env import trace_workload
 from slurmrl.rl.features import JOB_BASE_FEATURES, Featurizer, ObsConfig
-from slurmrl.rl.topdrl import read_checkpoint_config, shipped_policy_dir
+from slurmrl.rl.topdrl import PLACEMENT, read_checkpoint_config, shipped_policy_dir
 from slurmrl.rl.window_policy import FirstInWindow
 from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace, TraceJob
@@ -23,10 +23,10 @@ def _trace(n: int = 90) -> Trace:
     return Trace(tuple(jobs), "t", "test")
 
 
-def test_registered_deployable_with_topology_placement() -> None:
+def test_registered_deployable_placing_as_topdrl() -> None:
     entry = policy_entry("topdrl-first")
     assert entry.deployable and not entry.learned
-    assert entry.default_placement == "topology"
+    assert entry.default_placement == policy_entry("topdrl").default_placement == PLACEMENT
     policy = make_policy("topdrl-first")
     assert isinstance(policy, FirstInWindow)
     shipped = read_checkpoint_config(shipped_policy_dir())
