@@ -19,8 +19,11 @@ import statistics
 from dataclasses import replace
 from functools import lru_cache
 
+import numpy as np
+
 from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
+from slurmrl.policy.placement.common import tables
 from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.view import ClusterView, JobView
 
@@ -58,6 +61,25 @@ def type_speed(gpu_type: str, model: str | None) -> float:
 def fastest_first(cluster: Cluster, model: str | None) -> tuple[str, ...]:
     """The cluster's GPU types, fastest for ``model`` first (ties by name)."""
     return tuple(sorted(cluster.gpu_types, key=lambda t: (-type_speed(t, model), t)))
+
+
+def fastest_of(job: JobView, pool: GpuPool, nodes: np.ndarray) -> np.ndarray:
+    """The part of the node mask ``nodes`` whose GPU type is the fastest there for ``job``.
+
+    For placements that choose a node themselves (a learned pointer) and
+    should still honour type-aware's first rule: the job goes to the fastest
+    type that can take it. ``nodes`` unchanged on a cluster of one type, for
+    a job that names its type, or when ``nodes`` is empty.
+    """
+    cluster = pool.cluster
+    if job.gpu_type or len(cluster.gpu_types) < 2:
+        return nodes
+    masks = tables(cluster).type_masks
+    for gpu_type in fastest_first(cluster, known_model(job.model)):
+        part = nodes & masks[gpu_type]
+        if part.any():
+            return part
+    return nodes
 
 
 class TypeAware:

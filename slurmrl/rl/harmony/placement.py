@@ -8,7 +8,9 @@ that outputs zero places every job exactly where the heuristic would (a job
 no single node can hold goes to the heuristic as well): the untrained policy
 is the heuristic, and learning moves it from there.
 A job that fits in one node (the great majority in the Philly-derived traces)
-goes to the node the network points at, on that node's closest free GPUs
+goes to the node the network points at among the nodes with room of the
+fastest GPU type that has any (``type-aware``'s rule; every node with room on
+a cluster of one type), on that node's closest free GPUs
 (:func:`~slurmrl.policy.placement.common.pick_in_node`); a job that must span
 nodes, or asks for a node count or GPU type the pointer does not model, goes
 to the ``fallback`` heuristic placement.
@@ -25,6 +27,7 @@ from slurmrl.cluster.model import NodeAlloc, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import PlacementPolicy, confirm_start
 from slurmrl.policy.placement.common import eligible, node_request, pick_in_node
+from slurmrl.policy.placement.type_aware import fastest_of
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.harmony.features import HarmonyObs, NodeLoads, PlacementObs, observe
 
@@ -82,9 +85,10 @@ class HarmonyPlacement:
         single = job.gpus <= cluster.max_gpus_per_node and job.num_nodes in (None, 1)
         if view is None or not single:
             return self.fallback.place(job, pool, view)
-        mask = eligible(job, pool)
-        if not (mask & (pool.free_count >= job.gpus)).any():
+        room = eligible(job, pool) & (pool.free_count >= job.gpus)
+        if not room.any():
             return self.fallback.place(job, pool, view) if self.lead else None
+        mask = fastest_of(job, pool, room)  # the pointer picks a node of the fastest type with room
         loads = self._loads_for(view)
         o = observe(
             job,
