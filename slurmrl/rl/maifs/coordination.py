@@ -32,6 +32,7 @@ from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.elastic.curves import Curves, bounds, sized
 from slurmrl.policy.placement.topology import Topology
+from slurmrl.policy.placement.type_aware import TypeAware, fastest_first, known_model
 from slurmrl.policy.view import ClusterView, JobView, Start
 from slurmrl.rl.maifs.obs import (
     MaifsObs,
@@ -114,20 +115,49 @@ class Resolver:
         self.obs = obs
         self.curves = Curves(cluster)
         self.topology = Topology()
+        self.anywhere = TypeAware()  # topology on a cluster of one GPU type
         self.racks = len(cluster.racks)
         self.rack_sets = tuple(frozenset(r.nodes) for r in cluster.racks)
+        # A rack's GPU type ("" for a rack that mixes types), for type-aware's rule on the options.
+        node_types = [n.gpu_type for n in cluster.nodes]
+        kinds = [{node_types[n] for n in r.nodes} for r in cluster.racks]
+        self.rack_types = np.array([next(iter(k)) if len(k) == 1 else "" for k in kinds], dtype=object)
 
     def place(
         self, job: JobView, count: int, rack: int | None, pool: GpuPool, view: ClusterView
     ) -> Placement | None:
-        """``count`` GPUs for ``job`` closest-first (``topology``), within ``rack`` unless None."""
+        """``count`` GPUs for ``job`` closest-first (``topology``) within ``rack``; anywhere (None)
+        on the fastest GPU type that holds them (``type-aware``)."""
         target = sized(job, count, self.cluster)
-        if rack is not None:
-            nodes = self.rack_sets[rack]
-            target = replace(
-                target, allowed_nodes=nodes if job.allowed_nodes is None else nodes & job.allowed_nodes
-            )
+        if rack is None:
+            return self.anywhere.place(target, pool, view)
+        nodes = self.rack_sets[rack]
+        target = replace(
+            target, allowed_nodes=nodes if job.allowed_nodes is None else nodes & job.allowed_nodes
+        )
         return self.topology.place(target, pool, view)
+
+    def fastest_racks(self, job: JobView, mask: np.ndarray) -> np.ndarray:
+        """``mask`` with each count's rack options kept to the fastest GPU type that has one open.
+
+        Type-aware's rule on the agents' options: a job goes to the fastest
+        type with room for it, at each GPU count it may take. Racks that mix
+        types and the "anywhere" options (placed type-aware) stay as they are;
+        nothing changes on a cluster of one type or for a job that names its type.
+        """
+        if job.gpu_type or len(self.cluster.gpu_types) < 2:
+            return mask
+        width = self.racks + 1
+        order = fastest_first(self.cluster, known_model(job.model))
+        out = mask.copy()
+        for start in range(0, mask.size - 1, width):
+            racks = out[start : start + self.racks]  # a view: written through
+            for gpu_type in order:
+                of_type = self.rack_types == gpu_type
+                if (racks & of_type).any():
+                    racks &= of_type | (self.rack_types == "")
+                    break
+        return out
 
     def step(
         self,
@@ -164,7 +194,7 @@ class Resolver:
         def rows_for(agent: Agent) -> tuple[np.ndarray, np.ndarray]:
             """The agent's option rows and mask on the GPUs it may use now (after earlier agents' starts)."""
             mine = usable(agent.job)
-            return option_rows(
+            rows, mask = option_rows(
                 agent.job,
                 agent.counts,
                 RackState(agent.job, mine),
@@ -173,6 +203,7 @@ class Resolver:
                 now=now,
                 total_free=mine.total_free,
             )
+            return rows, self.fastest_racks(agent.job, mask)
 
         first: list[tuple[np.ndarray, np.ndarray]] = []
         for i, agent in enumerate(agents):

@@ -194,7 +194,7 @@ class MaifsPolicy(Led):
         return cls(obs, NumpyMaifs(net_cfg, state), name=name, lead=lead_policy(lead, LEAD_PLACEMENT))
 
 
-LEAD_PLACEMENT = "topology"  # the lead heuristic places as the agents do
+LEAD_PLACEMENT = "type-aware"  # the lead heuristic places as the agents do (topology on one GPU type)
 
 
 def read_lead(directory: Path) -> str:

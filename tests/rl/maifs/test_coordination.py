@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from slurmrl.cluster import load_cluster
+from slurmrl.cluster.model import Placement
+from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.view import JobView
 from slurmrl.rl.maifs.coordination import Resolver
 from slurmrl.rl.maifs.obs import MaifsObs
 from slurmrl.rl.maifs.policy import numpy_copy, sampling
+from slurmrl.rl.nets.numpy_layers import MASKED
 from slurmrl.sim.elastic import power_of_two_range
 from tests.rl.maifs.common import busy_pool, cluster, random_net, view_of
 
@@ -70,3 +76,32 @@ def test_later_agents_see_the_gpus_earlier_ones_took() -> None:
     assert pool.total_free == 0
     # The third agent had only "not now" open.
     assert step.masks[2, :-1].sum() == 0 and step.masks[2, -1]
+
+
+def slowest_rack_first(racks: int):
+    """A chooser that takes an open option on the last rack (on MIXED, the K80s) whenever it may."""
+
+    def choose(logits: np.ndarray) -> tuple[int, float]:
+        open_ = np.flatnonzero(logits[:-1] > MASKED / 2)
+        on_last = [int(a) for a in open_ if a % (racks + 1) == racks - 1]
+        return (on_last or open_.tolist() or [logits.size - 1])[0], 0.0
+
+    return choose
+
+
+def test_on_several_gpu_types_every_start_goes_to_the_fastest_type_with_room() -> None:
+    mixed = load_cluster(
+        str(Path(__file__).parents[2] / "sim" / "fixtures" / "mixed.toml")
+    )  # V100 rack, K80 rack
+    resolver = Resolver(mixed, OBS)
+    for busy in (False, True):  # V100s free, then full: no start reaches a K80 while a V100 has room
+        pool = GpuPool(mixed)
+        if busy:
+            pool.allocate(Placement.of([(0, [0, 1, 2, 3]), (1, [0, 1, 2, 3])]))
+        jobs = [JobView(f"j{i}", 2, 0.0, model="resnet50") for i in range(2)]
+        agents = [resolver.agent(j, 60.0) for j in jobs]
+        _, starts = resolver.step(
+            agents, view_of(mixed, pool, jobs), pool, NET, slowest_rack_first(resolver.racks)
+        )
+        types = {mixed.nodes[a.node].gpu_type for s in starts for a in s.placement.allocs}
+        assert starts and types == ({"k80"} if busy else {"v100"}), (busy, types)
