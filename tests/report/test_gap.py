@@ -96,7 +96,7 @@ def test_compare_prints_gap_closure_when_a_learned_policy_and_an_oracle_ran(tmp_
     args = ["compare", "--limit", "150", "--cluster", "1x2x8", "--no-progress"]
     result = CliRunner().invoke(main, [*args, "--policies", "fifo-backfill,sjf-limit,sjf-oracle,topdrl"])
     assert result.exception is None, result.output
-    line = next(x for x in result.output.splitlines() if x.startswith("gap closure of topdrl+topology"))
+    line = next(x for x in result.output.splitlines() if x.startswith("gap closure of topdrl+type-aware"))
     assert "of avg JCT" in line and "excess over run time" in line and "O = sjf-oracle+first-fit*" in line
     plain = CliRunner().invoke(main, [*args, "--policies", "fifo-backfill,sjf-oracle"])
     assert plain.exception is None and "gap closure" not in plain.output
