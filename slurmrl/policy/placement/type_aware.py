@@ -16,6 +16,7 @@ it is placed exactly when ``topology`` would place it.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 
@@ -63,23 +64,29 @@ def fastest_first(cluster: Cluster, model: str | None) -> tuple[str, ...]:
     return tuple(sorted(cluster.gpu_types, key=lambda t: (-type_speed(t, model), t)))
 
 
-def fastest_of(job: JobView, pool: GpuPool, nodes: np.ndarray) -> np.ndarray:
-    """The part of the node mask ``nodes`` whose GPU type is the fastest there for ``job``.
+def fastest_part(
+    job: JobView, cluster: Cluster, candidates: np.ndarray, masks: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """The part of ``candidates`` of the fastest GPU type for ``job`` that has any (``masks``: type -> mask).
 
-    For placements that choose a node themselves (a learned pointer) and
-    should still honour type-aware's first rule: the job goes to the fastest
-    type that can take it. ``nodes`` unchanged on a cluster of one type, for
-    a job that names its type, or when ``nodes`` is empty.
+    For policies that choose among nodes or racks themselves (a learned
+    pointer, agents' rack options) and should still honour type-aware's
+    first rule: the job goes to the fastest type that can take it.
+    ``candidates`` itself on a cluster of one type, for a job that names its
+    type, or when no type has a candidate.
     """
-    cluster = pool.cluster
     if job.gpu_type or len(cluster.gpu_types) < 2:
-        return nodes
-    masks = tables(cluster).type_masks
+        return candidates
     for gpu_type in fastest_first(cluster, known_model(job.model)):
-        part = nodes & masks[gpu_type]
+        part = candidates & masks[gpu_type]
         if part.any():
             return part
-    return nodes
+    return candidates
+
+
+def fastest_of(job: JobView, pool: GpuPool, nodes: np.ndarray) -> np.ndarray:
+    """The part of the node mask ``nodes`` of the fastest GPU type for ``job`` that has any."""
+    return fastest_part(job, pool.cluster, nodes, tables(pool.cluster).type_masks)
 
 
 class TypeAware:

@@ -32,7 +32,7 @@ from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.elastic.curves import Curves, bounds, sized
 from slurmrl.policy.placement.topology import Topology
-from slurmrl.policy.placement.type_aware import TypeAware, fastest_first, known_model
+from slurmrl.policy.placement.type_aware import TypeAware, fastest_part
 from slurmrl.policy.view import ClusterView, JobView, Start
 from slurmrl.rl.maifs.obs import (
     MaifsObs,
@@ -118,10 +118,10 @@ class Resolver:
         self.anywhere = TypeAware()  # topology on a cluster of one GPU type
         self.racks = len(cluster.racks)
         self.rack_sets = tuple(frozenset(r.nodes) for r in cluster.racks)
-        # A rack's GPU type ("" for a rack that mixes types), for type-aware's rule on the options.
-        node_types = [n.gpu_type for n in cluster.nodes]
-        kinds = [{node_types[n] for n in r.nodes} for r in cluster.racks]
-        self.rack_types = np.array([next(iter(k)) if len(k) == 1 else "" for k in kinds], dtype=object)
+        # Racks of one GPU type, per type, and racks that mix types: type-aware's rule on the options.
+        kinds = [{cluster.nodes[n].gpu_type for n in r.nodes} for r in cluster.racks]
+        self.rack_masks = {t: np.array([k == {t} for k in kinds]) for t in cluster.gpu_types}
+        self.mixed_racks = np.array([len(k) > 1 for k in kinds])
 
     def place(
         self, job: JobView, count: int, rack: int | None, pool: GpuPool, view: ClusterView
@@ -148,15 +148,12 @@ class Resolver:
         if job.gpu_type or len(self.cluster.gpu_types) < 2:
             return mask
         width = self.racks + 1
-        order = fastest_first(self.cluster, known_model(job.model))
         out = mask.copy()
         for start in range(0, mask.size - 1, width):
-            racks = out[start : start + self.racks]  # a view: written through
-            for gpu_type in order:
-                of_type = self.rack_types == gpu_type
-                if (racks & of_type).any():
-                    racks &= of_type | (self.rack_types == "")
-                    break
+            racks = out[start : start + self.racks]
+            kept = fastest_part(job, self.cluster, racks, self.rack_masks)
+            if kept is not racks:
+                racks[:] = kept | (racks & self.mixed_racks)
         return out
 
     def step(
