@@ -103,18 +103,23 @@ def train_topdrl(req: TrainRequest) -> None:
         click.echo(f"held-out average JCT {result.last_eval_jct:.0f} s")
 
 
+def _check_ordering(policy: str, lead: str | None) -> None:
+    """A Harmony-style placement agent places the jobs of a deployable, non-preemptive ordering."""
+    from slurmrl.rl.harmony.policy import ORDERINGS
+
+    if lead and lead not in ORDERINGS:
+        raise click.ClickException(
+            f"--lead: {policy}'s ordering must be deployable and non-preemptive ({', '.join(ORDERINGS)}), not '{lead}'"
+        )
+
+
 def train_harmony(req: TrainRequest) -> None:
     """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering."""
     from slurmrl.rl.harmony.env import EnvConfig
-    from slurmrl.rl.harmony.policy import ORDERINGS
     from slurmrl.rl.harmony.train import HarmonyConfig
     from slurmrl.rl.harmony.train import train as run_harmony
 
-    if req.lead and req.lead not in ORDERINGS:
-        raise click.ClickException(
-            f"--lead: harmony's ordering must be deployable and non-preemptive ({', '.join(ORDERINGS)}), "
-            f"not '{req.lead}'"
-        )
+    _check_ordering("harmony", req.lead)
     env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=req.lead))
     cfg = HarmonyConfig(
         env=env,
@@ -161,9 +166,10 @@ def train_maifs(req: TrainRequest) -> None:
 
 
 def train_meta(req: TrainRequest) -> None:
-    """Reptile meta-training of the Harmony placement network over a workload family (slurmrl.rl.meta)."""
+    """Reptile meta-training of the Harmony placement network over a workload family (slurmrl.rl.meta); ``--lead`` names the ordering."""
     from slurmrl.rl.meta.reptile import train_request
 
+    _check_ordering("meta-rl", req.lead)
     click.echo(
         train_request(
             req.scenarios,
@@ -172,6 +178,7 @@ def train_meta(req: TrainRequest) -> None:
             out=req.out,
             episode_jobs=req.episode_jobs,
             wall_limit=req.wall_limit,
+            ordering=req.lead,
         )
     )
 
@@ -254,7 +261,7 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--lead",
     default=None,
     help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
-    "harmony: the non-preemptive ordering that picks which jobs start; "
+    "harmony, meta-rl: the non-preemptive ordering that picks which jobs start; "
     "maifs: a deployable heuristic the agents follow (zero logits replay it).",
 )
 @click.option(

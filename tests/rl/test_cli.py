@@ -58,6 +58,31 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
     assert not (tmp_path / "h").exists()
 
 
+def test_meta_rl_lead_names_the_ordering_its_checkpoint_places_under(tmp_path: Path) -> None:
+    """The ordering given to meta-training is the one the checkpoint keeps (and the policy loads)."""
+    from slurmrl.rl.meta.policy import load_policy
+
+    runner = CliRunner()
+    args = [
+        "train",
+        "--policy",
+        "meta-rl",
+        "--scenario",
+        "gavel-msr-b436b2",
+        "--steps",
+        "60",
+        "--episode-jobs",
+        "20",
+    ]
+    res = runner.invoke(main, [*args, "--lead", "srtf-limit", "--out", str(tmp_path / "bad")])
+    assert isinstance(res.exception, SystemExit) and "non-preemptive" in res.output
+    assert not (tmp_path / "bad").exists()
+    res = runner.invoke(main, [*args, "--lead", "sjf-limit", "--out", str(tmp_path / "led")])
+    assert res.exception is None, res.output
+    assert json.loads((tmp_path / "led" / "config.json").read_text())["ordering"] == "sjf-limit"
+    assert load_policy(tmp_path / "led", None)._inner.name == "sjf-limit"
+
+
 def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:
     runner = CliRunner()
     folder = str(shipped_policy_dir())

@@ -23,7 +23,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -177,13 +177,21 @@ def train_request(
     out: Path,
     episode_jobs: int | None = None,
     wall_limit: float | None = None,
+    ordering: str | None = None,
 ) -> str:
-    """``slurmrl train --policy meta-rl``: ``steps`` placements spread over iterations; returns the summary line."""
+    """``slurmrl train --policy meta-rl``: ``steps`` placements spread over iterations; returns the summary line.
+
+    ``ordering`` (``--lead``): the heuristic whose jobs the inner episodes place, saved in the checkpoint.
+    """
     family = FamilyConfig(pools=pools, **({"jobs": episode_jobs} if episode_jobs else {}))
     base = MetaConfig(family=family, seed=seed)
+    inner = base.inner
+    if ordering:
+        inner = replace(inner, env=replace(inner.env, ordering=ordering))
     iterations = max(1, steps // (base.inner_episodes * family.jobs))
     cfg = MetaConfig(
         family=family,
+        inner=inner,
         iterations=iterations,
         seed=seed,
         **({"wall_limit_s": wall_limit} if wall_limit is not None else {}),
