@@ -115,12 +115,22 @@ def _check_ordering(policy: str, lead: str | None) -> None:
 
 def train_harmony(req: TrainRequest) -> None:
     """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering."""
+    from slurmrl.policy.registry import placement_names
     from slurmrl.rl.harmony.env import EnvConfig
     from slurmrl.rl.harmony.train import HarmonyConfig
     from slurmrl.rl.harmony.train import train as run_harmony
 
-    _check_ordering("harmony", req.lead)
-    env = EnvConfig(scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=req.lead))
+    ordering, _, placement = (req.lead or "").partition("+")
+    _check_ordering("harmony", ordering)
+    if placement and placement not in placement_names():
+        raise click.ClickException(
+            f"--lead: '{placement}' is not a placement ({', '.join(placement_names())}); "
+            "ORDERING+PLACEMENT leads the pointer by that placement"
+        )
+    led = {"fallback": placement, "lead": True} if placement else {}
+    env = EnvConfig(
+        scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=ordering or None), **led
+    )
     cfg = HarmonyConfig(
         env=env,
         episodes=max(1, req.steps // env.episode_jobs),
@@ -261,7 +271,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--lead",
     default=None,
     help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
-    "harmony, meta-rl: the non-preemptive ordering that picks which jobs start; "
+    "harmony, meta-rl: the non-preemptive ordering that picks which jobs start "
+    "(harmony: ORDERING+PLACEMENT also starts the pointer as that placement, a logit bonus on its node); "
     "maifs: a deployable heuristic the agents follow (zero logits replay it).",
 )
 @click.option(

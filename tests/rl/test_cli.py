@@ -83,6 +83,17 @@ def test_meta_rl_lead_names_the_ordering_its_checkpoint_places_under(tmp_path: P
     assert load_policy(tmp_path / "led", None)._inner.name == "sjf-limit"
 
 
+def test_harmony_lead_with_a_placement_trains_a_led_pointer(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(main, [*HARMONY, "--lead", "sjf-limit+nosuch", "--out", str(tmp_path / "bad")])
+    assert isinstance(res.exception, SystemExit) and "not a placement" in res.output
+    assert not (tmp_path / "bad").exists()
+    res = runner.invoke(main, [*HARMONY, "--lead", "sjf-limit+type-aware", "--out", str(tmp_path / "led")])
+    assert res.exception is None, res.output
+    config = json.loads((tmp_path / "led" / "config.json").read_text())
+    assert (config["ordering"], config["placement"], config["lead"]) == ("sjf-limit", "type-aware", True)
+
+
 def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:
     runner = CliRunner()
     folder = str(shipped_policy_dir())

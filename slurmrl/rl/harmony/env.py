@@ -39,6 +39,8 @@ class EnvConfig:
     episode_jobs: int = 256
     ordering: str = DEFAULT_ORDERING
     fallback: str = "interference-aware"  # places the jobs the pointer does not (multi-node)
+    # Led: the fallback's node gets a logit bonus, so a zero network output places as the fallback.
+    lead: bool = False
     obs: HarmonyObs = field(default_factory=HarmonyObs)
     workload_seed: int = 0
 
@@ -89,7 +91,9 @@ class PlacementEnv:
 
     def policy(self, chooser: Chooser) -> HarmonyPolicy:
         cfg = self.config
-        return HarmonyPolicy(cfg.obs, chooser, make_placement(cfg.fallback), ordering=cfg.ordering)
+        return HarmonyPolicy(
+            cfg.obs, chooser, make_placement(cfg.fallback), ordering=cfg.ordering, lead=cfg.lead
+        )
 
     def run(self, workload: Workload, chooser: Chooser) -> Episode:
         """Replay ``workload``; the rewards come from the finished jobs' records."""

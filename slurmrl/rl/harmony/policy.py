@@ -49,6 +49,7 @@ class HarmonyCheckpoint:
     obs: HarmonyObs
     ordering: str = DEFAULT_ORDERING
     lead: bool = False  # the fallback heuristic's node gets a logit bonus (HarmonyPlacement)
+    placement: str = "interference-aware"  # the fallback it was trained with: its own placement
 
 
 class _WindowOrdering:
@@ -110,7 +111,10 @@ class HarmonyPolicy:
         return decisions
 
     @classmethod
-    def from_dir(cls, directory: Path | str, fallback: PlacementPolicy | None = None) -> HarmonyPolicy:
+    def from_dir(
+        cls, directory: Path | str, fallback: PlacementPolicy | None = None, *, name: str | None = None
+    ) -> HarmonyPolicy:
+        """A Harmony-format folder; ``fallback`` overrides the placement it was trained with."""
         from slurmrl.policy.registry import make_placement
 
         directory = Path(directory)
@@ -119,9 +123,9 @@ class HarmonyPolicy:
         return cls(
             ckpt.obs,
             greedy_chooser(net.logits),
-            fallback or make_placement("interference-aware"),
+            fallback or make_placement(ckpt.placement),
             ordering=ckpt.ordering,
-            name="harmony" if directory.name == DEFAULT_POLICY else f"harmony:{directory.name}",
+            name=name or ("harmony" if directory.name == DEFAULT_POLICY else f"harmony:{directory.name}"),
             lead=ckpt.lead,
         )
 
@@ -134,6 +138,7 @@ def save_checkpoint(
     extra: Mapping[str, object] | None = None,
     *,
     lead: bool = False,
+    placement: str | None = None,
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -144,6 +149,8 @@ def save_checkpoint(
     }
     if lead:
         config["lead"] = True
+    if placement is not None:
+        config["placement"] = placement
     if extra:
         config["training"] = dict(extra)
     checkpoints.write_checkpoint(directory, net.state_dict(), config)
@@ -151,6 +158,8 @@ def save_checkpoint(
 
 def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.ndarray]]:
     """Config and weights (numpy), every tensor checked against the config."""
+    from slurmrl.policy.registry import placement_names
+
     raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "Harmony")
     cfg_path = directory / CONFIG
     try:
@@ -160,15 +169,19 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
         lead = raw.get("lead", False)
         if not isinstance(lead, bool):
             raise ValueError("'lead' must be true or false")
+        placement = raw.get("placement", HarmonyCheckpoint.placement)
+        if placement not in placement_names():
+            raise ValueError(f"'placement' must be one of {', '.join(placement_names())}, not {placement!r}")
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyError(
-            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
+            f"{cfg_path}: bad or missing field ('net', 'obs', 'lead' or 'placement'): {exc}",
+            file=str(cfg_path),
         ) from None
     if (net_cfg.job_features, net_cfg.node_features) != (obs.job_features, obs.node_features):
         raise PolicyError(
             f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
         )
-    return HarmonyCheckpoint(net_cfg, obs, ordering, lead), checkpoints.read_weights(
+    return HarmonyCheckpoint(net_cfg, obs, ordering, lead, placement), checkpoints.read_weights(
         directory, weight_shapes(net_cfg)
     )
 

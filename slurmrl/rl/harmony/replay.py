@@ -29,6 +29,7 @@ class ReplayBatch:
     actions: np.ndarray  # [B] int64
     logp: np.ndarray  # [B] behaviour log-probabilities
     returns: np.ndarray  # [B]
+    prior: np.ndarray  # [B, N] the logit bonus the behaviour policy added (a led placement's), else 0
 
 
 class ReplayBuffer:
@@ -45,6 +46,7 @@ class ReplayBuffer:
         self.actions = np.zeros(capacity, np.int64)
         self.logp = np.zeros(capacity, np.float32)
         self.returns = np.zeros(capacity, np.float32)
+        self.prior = np.zeros((capacity, max_nodes), np.float32)
         self.size = 0
         self._next = 0
 
@@ -61,6 +63,9 @@ class ReplayBuffer:
         self.nodes[i, :n] = obs.nodes
         self.mask[i] = False
         self.mask[i, :n] = obs.mask
+        self.prior[i] = 0.0
+        if obs.prior is not None:
+            self.prior[i, :n] = obs.prior
         self.actions[i], self.logp[i], self.returns[i] = action, logp, ret
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
@@ -83,6 +88,7 @@ class ReplayBuffer:
             self.actions[idx],
             self.logp[idx],
             self.returns[idx],
+            self.prior[idx],
         )
 
 

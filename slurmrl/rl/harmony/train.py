@@ -110,6 +110,13 @@ def yardstick(env: PlacementEnv, jobs: int) -> list[Workload]:
     return last_jobs(env.workloads, jobs)
 
 
+def zero_pointer(net: HarmonyNet) -> None:
+    """Zero the pointer's output layer: every node's logit is 0, so a led pointer starts as its heuristic."""
+    with torch.no_grad():
+        net.attn_v.weight.zero_()
+        net.attn_v.bias.zero_()
+
+
 def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) -> float:
     """Mean over ``windows`` of the greedy policy's average JCT (seconds)."""
     infer = _numpy(net)
@@ -138,8 +145,11 @@ def update(
     net: HarmonyNet, opt: torch.optim.Optimizer, batch: ReplayBatch, cfg: HarmonyConfig
 ) -> UpdateStats:
     """One actor-critic step on replayed decisions, weighted by min(rho_bar, pi/mu)."""
-    t = {k: torch.as_tensor(getattr(batch, k)) for k in ("job", "window", "nodes", "globals", "mask")}
+    t = {
+        k: torch.as_tensor(getattr(batch, k)) for k in ("job", "window", "nodes", "globals", "mask", "prior")
+    }
     logits, value = net(t["job"], t["window"], t["nodes"], t["globals"], t["mask"])
+    logits = logits + t["prior"]  # what the behaviour policy sampled from (a led placement's bonus)
     logp_all = torch.log_softmax(logits, dim=1)
     actions = torch.as_tensor(batch.actions)
     logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
@@ -172,6 +182,8 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
     env = PlacementEnv(cfg.env, workloads=workloads)
     obs: HarmonyObs = cfg.env.obs
     net = HarmonyNet(HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features, cfg.hidden))
+    if cfg.env.lead:
+        zero_pointer(net)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
     max_nodes = max(len(w.cluster.nodes) for w in env.workloads)
     buffer = ReplayBuffer(cfg.replay_capacity, obs, max_nodes)
@@ -185,6 +197,10 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
     with (out / LOG).open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS)
         writer.writeheader()
+        if windows and cfg.env.lead:  # the untrained pointer is the fallback heuristic: the bar to beat
+            best = evaluate(env, net, windows)
+            _save(out, net, cfg, 0, 0, 0, 0, best)
+            writer.writerow({"episode": 0, "eval_avg_jct": round(best, 1)})
         for episode in range(1, cfg.episodes + 1):
             ep = env.run(env.draw(rng), sampling_chooser(_numpy(net).logits, rng))
             row = _learn_rewards(cfg, episode, ep, model)
@@ -290,4 +306,6 @@ def _save(
         "seed": cfg.seed,
         "scenarios": list(cfg.env.scenarios),
     }
-    save_checkpoint(out, net, cfg.env.obs, cfg.env.ordering, extra)
+    save_checkpoint(
+        out, net, cfg.env.obs, cfg.env.ordering, extra, lead=cfg.env.lead, placement=cfg.env.fallback
+    )

@@ -13,28 +13,14 @@ from pathlib import Path
 
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.rl.checkpoints import shipped_policy_dir
-from slurmrl.rl.harmony.placement import greedy_chooser
-from slurmrl.rl.harmony.policy import HarmonyPolicy, read_checkpoint
-from slurmrl.rl.nets.numpy_nets import NumpyHarmony
+from slurmrl.rl.harmony.policy import HarmonyPolicy
 
 DEFAULT_POLICY = "meta-rl-philly"
-FALLBACK = "interference-aware"
 
 
 def harmony_policy(directory: Path, placement: PlacementPolicy | None, name: str) -> HarmonyPolicy:
     """A Harmony-format checkpoint as a policy named ``name``; ``placement`` places multi-node jobs."""
-    from slurmrl.policy.registry import make_placement
-
-    ckpt, state = read_checkpoint(Path(directory))
-    net = NumpyHarmony(ckpt.net, state)
-    return HarmonyPolicy(
-        ckpt.obs,
-        greedy_chooser(net.logits),
-        placement or make_placement(FALLBACK),
-        ordering=ckpt.ordering,
-        name=name,
-        lead=ckpt.lead,
-    )
+    return HarmonyPolicy.from_dir(directory, placement, name=name)
 
 
 def make_meta_rl(placement: PlacementPolicy) -> HarmonyPolicy:

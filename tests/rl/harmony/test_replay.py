@@ -52,3 +52,18 @@ def test_too_many_nodes_and_empty_buffers_are_refused() -> None:
 def test_discounted_returns() -> None:
     got = discounted_returns(np.array([1.0, 0.0, 2.0], np.float32), 0.5)
     assert np.allclose(got, [1.5, 1.0, 2.0])
+
+
+def test_a_led_decision_keeps_its_prior_padded_like_the_nodes() -> None:
+    buf = ReplayBuffer(4, OBS, max_nodes=5)
+    led = _obs(3, 1.0)
+    buf.add(
+        PlacementObs(led.job, led.window, led.nodes, led.globals, led.mask, np.array([0, 1, 0], np.float32)),
+        0,
+        0.0,
+        1.0,
+    )
+    buf.add(_obs(3, 2.0), 0, 0.0, 1.0)
+    assert buf.prior[0].tolist() == [0, 1, 0, 0, 0]
+    assert not buf.prior[1].any()
+    assert buf.sample(8, np.random.default_rng(0)).prior.shape == (8, 5)

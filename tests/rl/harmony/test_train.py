@@ -63,3 +63,24 @@ def test_short_training_run(tmp_path: Path) -> None:
     assert HarmonyPolicy.from_dir(tmp_path / "run").placement.obs == cfg.env.obs
     with pytest.raises(ConfigError, match="already holds"):
         train(cfg, tmp_path / "run", workloads=[small_workload(60, 1)])
+
+
+def test_a_led_run_starts_as_its_heuristic(tmp_path: Path) -> None:
+    """Led by ``type-aware``: the zeroed pointer is checked on the yardstick before episode 1 and is the heuristic."""
+    from slurmrl.sim.experiment import SimSettings, run_policy
+
+    workload = small_workload(60, 1)
+    env = EnvConfig(episode_jobs=30, ordering="sjf-limit", fallback="type-aware", lead=True)
+    cfg = HarmonyConfig(env=env, episodes=2, eval_every=5, eval_jobs=60, updates_per_episode=2, batch_size=32)
+    train(cfg, tmp_path / "run", workloads=[workload])
+    rows = list(csv.DictReader((tmp_path / "run" / "log.csv").open()))
+    assert [r["episode"] for r in rows] == ["0", "1", "2"] and rows[0]["eval_avg_jct"]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["lead"] is True and config["placement"] == "type-aware"
+    assert config["training"]["episode"] == 0  # no later check: the kept weights are the untrained ones
+    full = SimSettings(speed_model="full")
+    heuristic = run_policy(workload, "sjf-limit", placement="type-aware", settings=full)
+    assert float(rows[0]["eval_avg_jct"]) == pytest.approx(heuristic.summary["avg_jct"], abs=0.05)
+    policy = HarmonyPolicy.from_dir(tmp_path / "run")
+    assert policy.placement.lead and policy.placement.fallback.name == "type-aware"
+    assert run_policy(workload, policy, settings=full).records == heuristic.records
