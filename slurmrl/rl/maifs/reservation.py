@@ -32,7 +32,7 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import EasyBackfill, _free_part, limit_of
 from slurmrl.policy.base import Ordering
 from slurmrl.policy.elastic.curves import bounds, sized
-from slurmrl.policy.placement.topology import Topology
+from slurmrl.policy.placement.type_aware import TypeAware
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.maifs.window import SCAN, could_fit
 
@@ -64,8 +64,10 @@ class Reserver:
     """Tracks running jobs' limit-based ends across passes and builds each pass's :class:`Gate`."""
 
     def __init__(self, ordering: Ordering) -> None:
-        self.topology = Topology()
-        self.backfill = EasyBackfill("maifs-reservation", ordering, self.topology)
+        # Where the head would go: on the fastest GPU type with room, closest-first there, as the
+        # agents' racks and their "anywhere" option place (topology on a cluster of one type).
+        self.placement = TypeAware()
+        self.backfill = EasyBackfill("maifs-reservation", ordering, self.placement)
 
     def gate(self, view: ClusterView, ranked: Iterable[JobView], pool: GpuPool) -> Gate | None:
         """The reservation of the first ranked job that cannot start now; None when every one can."""
@@ -86,7 +88,7 @@ class Reserver:
             if i >= SCAN:
                 return None
             low = sized(job, bounds(job)[0], view.cluster)
-            if not could_fit(job, pool) or self.topology.place(low, pool, view) is None:
+            if not could_fit(job, pool) or self.placement.place(low, pool, view) is None:
                 return low
         return None
 

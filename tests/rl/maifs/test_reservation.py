@@ -137,3 +137,36 @@ def test_checkpoints_from_before_the_reservation_load_with_it_off() -> None:
     assert MaifsObs.from_dict({"window": 8, "max_counts": 3, "oldest": 2}).reserve is False
     assert MaifsObs.from_dict(MaifsObs().to_dict()) == MaifsObs()
     assert MaifsPolicy(MaifsObs(reserve=False), numpy_copy(random_net(OBS))).reserver is None
+
+
+def test_on_several_gpu_types_the_head_is_reserved_on_the_fastest_type_with_room(tmp_path) -> None:
+    """K80s first in the node order, no NVLink anywhere: topology would reserve the K80 node, type-aware the V100."""
+    from slurmrl.cluster.spec import load_cluster
+
+    spec = tmp_path / "k80-first.toml"
+    spec.write_text(
+        'name = "k80-first"\n[defaults]\ngpus = 4\ngpu_type = "k80"\nintra = "pcie"\n'
+        '[[racks]]\nname = "k80"\nnodes = 2\n[[racks]]\nname = "v100"\nnodes = 2\ngpu_type = "v100"\n'
+    )
+    c = load_cluster(str(spec))
+    pool = GpuPool(c)
+    running = []
+    for node, until in ((0, 2000.0), (1, 1e6), (2, 2000.0), (3, 1e6)):  # nodes 0 and 2 half free
+        gpus = [0, 1] if until == 2000.0 else [0, 1, 2, 3]
+        p = Placement.of([(node, gpus)])
+        pool.allocate(p)
+        running.append(
+            JobView(f"r{node}", len(gpus), 0.0, time_limit=until - 500.0, start_time=500.0, placement=p)
+        )
+    head = JobView("head", 4, 0.0, time_limit=3600.0, num_nodes=1)
+    long = JobView("long", 2, 5.0, time_limit=1e5)
+    view = ClusterView(NOW, c, pool.readonly(), [head, long], running)
+    policy = MaifsPolicy(OBS, numpy_copy(random_net(OBS)))
+    gate = policy.reserver.gate(view, policy.ordering.order(view), pool.copy())  # type: ignore[union-attr]
+    assert gate is not None and gate.head == "head" and gate.shadow == 2000.0
+    assert gate.outside is not None
+    assert gate.outside.free_count.tolist() == [2, 0, 0, 0]  # node 2's free V100s are the head's
+    by_topology = EasyBackfill("check", FifoOrdering(), Topology())
+    by_topology.before_pass(view)
+    _, reserved = by_topology.reservation(view, pool, head)
+    assert reserved is not None and reserved[0].any() and not reserved[2].any()  # what topology would hold
