@@ -85,6 +85,37 @@ def zero_pointer(lead: bool):
     return HarmonyPolicy(obs, greedy_chooser(net.logits), make_placement("interference-aware"), lead=lead)
 
 
+MIXED = str(Path(__file__).parents[1] / "sim" / "fixtures" / "mixed.toml")  # nodes 0-1 V100, 2-3 K80
+
+
+@pytest.mark.parametrize(
+    ("source", "placement"),
+    [("gavel-msr-6c71a0", "consolidate"), ("gavel-msr-6c71a0", "first-fit"), (MIXED, "type-aware")],
+)
+def test_zero_pointer_led_by_any_placement_under_sjf_limit_is_that_heuristic(
+    source: str, placement: str
+) -> None:
+    """Whatever placement leads it (on several GPU types too), the untrained pointer replays sjf-limit with it."""
+    from slurmrl.rl.harmony.policy import HarmonyPolicy
+    from slurmrl.sim.experiment import SimSettings
+
+    if source == MIXED:  # Philly jobs of up to 4 GPUs on two V100 and two K80 nodes
+        workload = prepare(trace="embedded:philly-sample", cluster=MIXED, max_gpus=4, limit=600, seed=3)
+    else:
+        workload = prepare(scenario=source, limit=600, seed=3)
+    full = SimSettings(speed_model="full")
+    alone = run_policy(workload, "sjf-limit", placement=placement, settings=full)
+    pointer = zero_pointer(lead=True)
+    led = HarmonyPolicy(
+        pointer.placement.obs,
+        pointer.placement.chooser,
+        make_placement(placement),
+        ordering="sjf-limit",
+        lead=True,
+    )
+    assert run_policy(workload, led, settings=full).records == alone.records
+
+
 def test_zero_pointer_led_by_its_fallback_places_as_the_heuristic() -> None:
     from slurmrl.sim.experiment import SimSettings
 

@@ -101,12 +101,16 @@ class HarmonyPlacement:
             running=len(view.running),
             eligible=mask,
         )
+        heuristic = self.fallback.place(job, pool, view) if self.lead else None
         if self.lead:
-            o = self._led(o, self.fallback.place(job, pool, view))
+            o = self._led(o, heuristic)
         node, logp = self.chooser(o)
         if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook
             return None
-        placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
+        if heuristic is not None and heuristic.nodes == (node,):
+            placement = heuristic  # the heuristic's node: its GPUs too, so a zero output is the heuristic
+        else:
+            placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
         self.tried[job.job_id] = Step(job.job_id, job.gpus, o, node, logp, placement, view.now)
         return placement
 
