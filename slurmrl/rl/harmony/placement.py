@@ -3,8 +3,9 @@
 Called by the ordering's scheduler for one job at a time, like any placement.
 
 Led (``lead=True``): the fallback heuristic is asked first, and the node it
-would take gets :data:`LEAD_BONUS` added to the network's logit, so a network
-that outputs zero places every job exactly where the heuristic would (a job
+would take gets :data:`LEAD_BONUS` added to the network's logit (and, when the
+pointer takes that node, the heuristic's GPUs there), so a network that
+outputs zero places every job exactly where the heuristic would (a job
 no single node can hold goes to the heuristic as well): the untrained policy
 is the heuristic, and learning moves it from there.
 A job that fits in one node (the great majority in the Philly-derived traces)
