@@ -103,6 +103,11 @@ def train_topdrl(req: TrainRequest) -> None:
         click.echo(f"held-out average JCT {result.last_eval_jct:.0f} s")
 
 
+# Episodes between harmony's checks when they replay --validate scenarios whole (each check
+# costs about as much as 100 episodes; the yardstick's last jobs are checked every 20).
+HARMONY_VALIDATE_EVERY = 100
+
+
 def _check_ordering(policy: str, lead: str | None) -> None:
     """A Harmony-style placement agent places the jobs of a deployable, non-preemptive ordering."""
     from slurmrl.rl.harmony.policy import ORDERINGS
@@ -131,9 +136,11 @@ def train_harmony(req: TrainRequest) -> None:
     env = EnvConfig(
         scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=ordering or None), **led
     )
+    validate = tuple(s.strip() for s in (req.validate or "").split(",") if s.strip())
     cfg = HarmonyConfig(
         env=env,
         episodes=max(1, req.steps // env.episode_jobs),
+        **({"validate": validate, "eval_every": HARMONY_VALIDATE_EVERY} if validate else {}),
         seed=req.seed,
         **_given(gamma=req.gamma, learning_rate=req.learning_rate, wall_limit_s=req.wall_limit),
     )
@@ -279,7 +286,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--validate",
     default=None,
     help="topdrl, maifs: a training-side scenario the greedy policy is replayed on to keep the best weights "
-    "(maifs: instead of the last jobs of its training scenarios).",
+    "(maifs: instead of the last jobs of its training scenarios); harmony: comma-separated training-side "
+    "scenarios replayed whole instead of its yardstick, every 100 episodes.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

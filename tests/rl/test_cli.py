@@ -88,10 +88,16 @@ def test_harmony_lead_with_a_placement_trains_a_led_pointer(tmp_path: Path) -> N
     res = runner.invoke(main, [*HARMONY, "--lead", "sjf-limit+nosuch", "--out", str(tmp_path / "bad")])
     assert isinstance(res.exception, SystemExit) and "not a placement" in res.output
     assert not (tmp_path / "bad").exists()
-    res = runner.invoke(main, [*HARMONY, "--lead", "sjf-limit+type-aware", "--out", str(tmp_path / "led")])
+    led = ["--lead", "sjf-limit+type-aware", "--validate", "gavel-msr-b436b2"]
+    res = runner.invoke(main, [*HARMONY, *led, "--out", str(tmp_path / "led")])
     assert res.exception is None, res.output
     config = json.loads((tmp_path / "led" / "config.json").read_text())
     assert (config["ordering"], config["placement"], config["lead"]) == ("sjf-limit", "type-aware", True)
+    run = json.loads((tmp_path / "led" / "run.json").read_text())["harmony"]
+    assert run["validate"] == ["gavel-msr-b436b2"] and run["eval_every"] == 100
+    assert (
+        config["training"]["episode"] == 0
+    )  # the untrained pointer, checked on the whole VC before episode 1
 
 
 def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:

@@ -44,7 +44,7 @@ from slurmrl.rl.nets.config import HarmonyNetConfig
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs
+from slurmrl.rl.yardstick import last_jobs, validation_workload
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -70,6 +70,9 @@ class HarmonyConfig:
     reward_fit_steps: int = 300
     eval_every: int = 20  # episodes between yardstick checks (the card's checkpoint rule)
     eval_jobs: int = 800  # yardstick: the last this many jobs of each training workload
+    # Training-side scenarios replayed whole instead of the yardstick (the checks then judge the
+    # workloads as a whole, not their last jobs).
+    validate: tuple[str, ...] = ()
     seed: int = 0
 
 
@@ -108,6 +111,15 @@ LOG_FIELDS = (
 def yardstick(env: PlacementEnv, jobs: int) -> list[Workload]:
     """The last ``jobs`` jobs of each training workload (see :mod:`slurmrl.rl.yardstick`)."""
     return last_jobs(env.workloads, jobs)
+
+
+def check_windows(cfg: HarmonyConfig, env: PlacementEnv) -> list[Workload]:
+    """What the checks replay: the ``validate`` scenarios whole, else the yardstick (none without checks)."""
+    if not cfg.eval_every:
+        return []
+    if cfg.validate:
+        return [validation_workload(name, cfg.env.workload_seed) for name in cfg.validate]  # type: ignore[misc]
+    return yardstick(env, cfg.eval_jobs)
 
 
 def zero_pointer(net: HarmonyNet) -> None:
@@ -178,8 +190,9 @@ def reads_simulator(cfg: HarmonyConfig, episode: int) -> bool:
 def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None = None) -> HarmonyResult:
     """Train into ``out`` (weights of the best yardstick, config.json, run.json, log.csv)."""
     out = Path(out)
-    rng = fresh_run(out, cfg.seed)
     env = PlacementEnv(cfg.env, workloads=workloads)
+    windows = check_windows(cfg, env)  # a bad validation scenario fails before the folder is made
+    rng = fresh_run(out, cfg.seed)
     obs: HarmonyObs = cfg.env.obs
     net = HarmonyNet(HarmonyNetConfig(obs.job_features, obs.node_features, obs.global_features, cfg.hidden))
     if cfg.env.lead:
@@ -188,7 +201,6 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
     max_nodes = max(len(w.cluster.nodes) for w in env.workloads)
     buffer = ReplayBuffer(cfg.replay_capacity, obs, max_nodes)
     model = RewardModel(obs.job_features + obs.node_features + obs.global_features, seed=cfg.seed)
-    windows = yardstick(env, cfg.eval_jobs) if cfg.eval_every else []
     (out / RUN).write_text(json.dumps({"harmony": _config_dict(cfg)}, indent=2) + "\n")
     t0, c0 = time.perf_counter(), time.process_time()
     best = math.inf

@@ -84,3 +84,22 @@ def test_a_led_run_starts_as_its_heuristic(tmp_path: Path) -> None:
     policy = HarmonyPolicy.from_dir(tmp_path / "run")
     assert policy.placement.lead and policy.placement.fallback.name == "type-aware"
     assert run_policy(workload, policy, settings=full).records == heuristic.records
+
+
+def test_validate_replays_training_side_scenarios_whole_and_refuses_held_out_ones(tmp_path: Path) -> None:
+    from slurmrl.rl.harmony.env import PlacementEnv
+    from slurmrl.rl.harmony.train import check_windows
+    from slurmrl.sim.experiment import prepare
+
+    env = PlacementEnv(EnvConfig(episode_jobs=30), workloads=[small_workload(60, 1)])
+    whole = check_windows(HarmonyConfig(validate=("gavel-msr-b436b2",)), env)
+    assert [len(w.trace.jobs) for w in whole] == [
+        len(prepare(scenario="gavel-msr-b436b2", seed=0).trace.jobs)
+    ]
+    assert [len(w.trace.jobs) for w in check_windows(HarmonyConfig(eval_jobs=25), env)] == [25]
+    assert check_windows(HarmonyConfig(eval_every=0, validate=("gavel-msr-b436b2",)), env) == []
+    with pytest.raises(ConfigError, match="not on the training side"):
+        train(
+            HarmonyConfig(validate=("gavel-msr-6214e9",)), tmp_path / "run", workloads=[small_workload(60, 1)]
+        )
+    assert not (tmp_path / "run").exists()
