@@ -72,3 +72,22 @@ def test_a_loaded_checkpoint_starts_every_job_once(tmp_path: Path) -> None:
     wl = small_workload(30, 2)
     started = [job for _, starts in _replay(policy, wl.trace, wl.cluster) for job, _ in starts]
     assert sorted(started) == sorted(j.job_id for j in wl.trace.jobs)
+
+
+def test_a_checkpoint_runs_with_the_placement_it_names_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    import json
+
+    import pytest
+
+    from slurmrl.errors import PolicyError
+
+    save_checkpoint(tmp_path, random_net(), HarmonyObs(), "sjf-limit", placement="type-aware")
+    assert HarmonyPolicy.from_dir(tmp_path).placement.fallback.name == "type-aware"
+    assert (
+        HarmonyPolicy.from_dir(tmp_path, InterferenceAware()).placement.fallback.name == "interference-aware"
+    )
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "placement": "nosuch"}))
+    with pytest.raises(PolicyError, match="'placement' must be one of") as err:
+        HarmonyPolicy.from_dir(tmp_path)
+    assert str(config) in str(err.value)
