@@ -60,7 +60,7 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
 
 def test_meta_rl_lead_names_the_ordering_its_checkpoint_places_under(tmp_path: Path) -> None:
     """The ordering given to meta-training is the one the checkpoint keeps (and the policy loads)."""
-    from slurmrl.rl.meta.policy import load_policy
+    from slurmrl.rl.harmony.policy import read_checkpoint
 
     runner = CliRunner()
     args = [
@@ -80,7 +80,7 @@ def test_meta_rl_lead_names_the_ordering_its_checkpoint_places_under(tmp_path: P
     res = runner.invoke(main, [*args, "--lead", "sjf-limit", "--out", str(tmp_path / "led")])
     assert res.exception is None, res.output
     assert json.loads((tmp_path / "led" / "config.json").read_text())["ordering"] == "sjf-limit"
-    assert load_policy(tmp_path / "led", None)._inner.name == "sjf-limit"
+    assert read_checkpoint(tmp_path / "led")[0].ordering == "sjf-limit"
 
 
 def test_harmony_lead_with_a_placement_trains_a_led_pointer(tmp_path: Path) -> None:

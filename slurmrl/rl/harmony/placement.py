@@ -103,8 +103,7 @@ class HarmonyPlacement:
             eligible=mask,
         )
         heuristic = self.fallback.place(job, pool, view) if self.lead else None
-        if self.lead:
-            o = self._led(o, heuristic)
+        o = self._led(o, heuristic)  # unchanged without a heuristic placement
         node, logp = self.chooser(o)
         if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook
             return None

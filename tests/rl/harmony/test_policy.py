@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from slurmrl.errors import PolicyError
 from slurmrl.policy.placement.interference import InterferenceAware
 from slurmrl.policy.registry import policy_entry
 from slurmrl.rl.harmony.features import HarmonyObs
@@ -75,12 +78,6 @@ def test_a_loaded_checkpoint_starts_every_job_once(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_runs_with_the_placement_it_names_and_refuses_an_unknown_one(tmp_path: Path) -> None:
-    import json
-
-    import pytest
-
-    from slurmrl.errors import PolicyError
-
     save_checkpoint(tmp_path, random_net(), HarmonyObs(), "sjf-limit", placement="type-aware")
     assert HarmonyPolicy.from_dir(tmp_path).placement.fallback.name == "type-aware"
     assert (
