@@ -119,7 +119,12 @@ def _check_ordering(policy: str, lead: str | None) -> None:
 
 
 def train_harmony(req: TrainRequest) -> None:
-    """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering."""
+    """Harmony placement agent (slurmrl.rl.harmony.train); ``--steps`` counts placement decisions, ``--lead`` names the ordering.
+
+    ``--reward jct`` pays the paired waiting area instead of each job's own
+    slowdown, ``--warm-jobs N`` lets the ordering schedule N earlier jobs before
+    each episode's window.
+    """
     from slurmrl.policy.registry import placement_names
     from slurmrl.rl.harmony.env import EnvConfig
     from slurmrl.rl.harmony.train import HarmonyConfig
@@ -132,15 +137,30 @@ def train_harmony(req: TrainRequest) -> None:
             f"--lead: '{placement}' is not a placement ({', '.join(placement_names())}); "
             "ORDERING+PLACEMENT leads the pointer by that placement"
         )
+    if req.reward not in (None, "jct"):
+        raise click.ClickException(
+            f"--reward: harmony's rewards are each job's slowdown (default) or 'jct', not '{req.reward}'"
+        )
+    if req.warm_policy:
+        raise click.ClickException("--warm-policy: harmony's warm-up is scheduled by its ordering (--lead)")
     led = {"fallback": placement, "lead": True} if placement else {}
     env = EnvConfig(
-        scenarios=req.scenarios, **_given(episode_jobs=req.episode_jobs, ordering=ordering or None), **led
+        scenarios=req.scenarios,
+        **_given(
+            episode_jobs=req.episode_jobs,
+            ordering=ordering or None,
+            reward=req.reward,
+            warm_jobs=req.warm_jobs,
+        ),
+        **led,
     )
     validate = tuple(s.strip() for s in (req.validate or "").split(",") if s.strip())
     cfg = HarmonyConfig(
         env=env,
         episodes=max(1, req.steps // env.episode_jobs),
         **({"validate": validate, "eval_every": HARMONY_VALIDATE_EVERY} if validate else {}),
+        # Paired episodes are warm-started, where most decisions have one node to go to.
+        replay_forced=env.reward == "slowdown",
         seed=req.seed,
         **_given(gamma=req.gamma, learning_rate=req.learning_rate, wall_limit_s=req.wall_limit),
     )
@@ -260,7 +280,13 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     help="Step environments in this process (sync) or one process each (async).",
 )
 @click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
-@click.option("--reward", type=click.Choice(["jct", "throughput", "makespan"]), default=None)
+@click.option(
+    "--reward",
+    type=click.Choice(["jct", "throughput", "makespan"]),
+    default=None,
+    help="topdrl: the episode reward; harmony: jct pays the waiting area paired with its fallback "
+    "placement's replay (default: each placed job's own slowdown).",
+)
 @click.option("--gamma", type=float, default=None, help="Discount factor; default: the trainer's.")
 @click.option(
     "--lr", "learning_rate", type=float, default=None, help="Learning rate; default: the trainer's."
@@ -270,7 +296,12 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 )
 @click.option("--makespan-weight", type=float, default=None, help="Weight of the elapsed-time reward term.")
 @click.option("--warm-policy", default=None, help="Heuristic that schedules before the agent takes over.")
-@click.option("--warm-jobs", type=int, default=None, help="Jobs the warm-start heuristic replays first.")
+@click.option(
+    "--warm-jobs",
+    type=int,
+    default=None,
+    help="Jobs the warm-start heuristic (harmony: its ordering) replays first.",
+)
 @click.option(
     "--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds."
 )

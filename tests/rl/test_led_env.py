@@ -10,11 +10,10 @@ from slurmrl.errors import ConfigError
 from slurmrl.policy.placement.topology import Topology
 from slurmrl.rl.env import EnvConfig, build_env, env_config, trace_workload
 from slurmrl.rl.features import ObsConfig
-from slurmrl.rl.led_env import AreaCurve, LedSchedEnv
+from slurmrl.rl.led_env import LedSchedEnv
 from slurmrl.rl.ppo import zero_logit_heads
 from slurmrl.rl.topdrl import TopDRLPolicy, new_network
 from slurmrl.sim.experiment import run_policy
-from slurmrl.sim.records import Sample
 from slurmrl.traces.schema import Trace, TraceJob
 
 
@@ -111,16 +110,6 @@ def test_zero_logit_heads_give_a_network_that_replays_its_lead_exactly() -> None
     policy = TopDRLPolicy.from_net(net, obs, Topology(), lead="srtf-limit")
     alone = run_policy(WORKLOAD, "srtf-limit", placement="topology")
     assert run_policy(WORKLOAD, policy).records == alone.records
-
-
-def test_area_curve_integrates_jobs_in_system_from_the_start() -> None:
-    samples = [Sample(0.0, 0, 2, 0, 0.0), Sample(10.0, 1, 1, 2, 0.0), Sample(20.0, 0, 0, 0, 0.0)]
-    curve = AreaCurve(samples, 5.0)
-    assert curve.at(5.0) == 0.0
-    assert curve.at(10.0) == pytest.approx(5 * 2)
-    assert curve.at(15.0) == pytest.approx(10 + 5 * 3)
-    assert curve.total == pytest.approx(10 + 10 * 3)
-    assert curve.elapsed(100.0) == 15.0
 
 
 def test_a_lead_must_be_a_deployable_heuristic() -> None:

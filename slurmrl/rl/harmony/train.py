@@ -12,7 +12,9 @@ minibatches drawn from the buffer update the actor (policy gradient weighted
 by the truncated importance ratio, ACER's rho-bar = 1) and the critic.
 
 ``real_every=1`` turns the reward model off (every reward from the
-simulator): the model-free reference the card compares with. Every
+simulator): the model-free reference the card compares with. The paired
+``jct`` reward (:mod:`~slurmrl.rl.harmony.env`) is always the simulator's:
+the model predicts a job's own slowdown from what the decision saw. Every
 ``eval_every`` episodes the greedy policy replays a fixed yardstick (the last
 ``eval_jobs`` jobs of each training workload; never an evaluation scenario)
 and the weights with the best yardstick average JCT so far are the checkpoint.
@@ -73,6 +75,9 @@ class HarmonyConfig:
     # Training-side scenarios replayed whole instead of the yardstick (the checks then judge the
     # workloads as a whole, not their last jobs).
     validate: tuple[str, ...] = ()
+    # Whether decisions with one node to choose from go into the replay buffer: they carry no
+    # policy gradient, and on warm-started episodes they are almost all of them.
+    replay_forced: bool = True
     seed: int = 0
 
 
@@ -224,7 +229,11 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
             decisions += len(ep.steps)
             returns = discounted_returns(rewards, cfg.gamma)
             buffer.extend(
-                [(s.obs, s.action, s.logp, float(g)) for s, g in zip(ep.steps, returns, strict=True)]
+                [
+                    (s.obs, s.action, s.logp, float(g))
+                    for s, g in zip(ep.steps, returns, strict=True)
+                    if cfg.replay_forced or s.obs.mask.sum() > 1
+                ]
             )
             stats = (
                 [
@@ -268,6 +277,8 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
 
 def _learn_rewards(cfg: HarmonyConfig, episode: int, ep: Episode, model: RewardModel) -> dict[str, object]:
     """The rewards training uses for ``ep``: the simulator's (and a refit) or the model's."""
+    if cfg.env.reward != "slowdown":  # nothing for the model to learn: it predicts a job's slowdown
+        return {"rm_heldout_r2": "", "rm_fit_r2": "", "reward_source": "simulator", "rewards": ep.rewards}
     x = np.stack([reward_inputs(s.obs, s.action) for s in ep.steps]) if ep.steps else np.zeros((0, 1))
     row: dict[str, object] = {"rm_heldout_r2": "", "rm_fit_r2": ""}
     if reads_simulator(cfg, episode) or not model.samples:
