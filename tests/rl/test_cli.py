@@ -171,3 +171,21 @@ def test_train_seeds_dry_run_shows_the_array(tmp_path: Path) -> None:
     assert "#SBATCH --array=0-2%3" in res.output
     assert f"seed 6 -> {tmp_path / 'seed-6'}" in res.output
     assert not any(tmp_path.glob("seed-*"))
+
+
+def test_harmony_paired_reward_trains_warm_windows_without_the_reward_model(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for bad, says in (
+        (["--reward", "throughput"], "each job's slowdown (default) or 'jct'"),
+        (["--reward", "jct", "--warm-policy", "fifo"], "scheduled by its ordering"),
+        (["--warm-jobs", "10"], "warm_jobs needs reward 'jct'"),
+    ):
+        res = runner.invoke(main, [*HARMONY, *bad, "--out", str(tmp_path / "bad")])
+        assert res.exit_code != 0 and says in res.output and "Traceback" not in res.output
+        assert not (tmp_path / "bad").exists()
+    args = ["--lead", "sjf-limit+type-aware", "--reward", "jct", "--warm-jobs", "10"]
+    res = runner.invoke(main, [*HARMONY, *args, "--out", str(tmp_path / "jct")])
+    assert res.exception is None, res.output
+    run = json.loads((tmp_path / "jct" / "run.json").read_text())["harmony"]
+    assert (run["env"]["reward"], run["env"]["warm_jobs"], run["replay_forced"]) == ("jct", 10, False)
+    assert "0 predicted" in res.output

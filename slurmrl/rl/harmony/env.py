@@ -97,6 +97,11 @@ class PlacementEnv:
             raise ConfigError(f"reward must be one of {', '.join(REWARDS)}, got '{config.reward}'")
         if config.warm_jobs < 0:
             raise ConfigError(f"warm_jobs must not be negative, got {config.warm_jobs}")
+        if config.warm_jobs and config.reward == "slowdown":
+            raise ConfigError(
+                "warm_jobs needs reward 'jct': the slowdown reward reads each placed job's record, "
+                "and a warm start measures none of the backlog it hands over"
+            )
         self.config = config
         self.workloads = (
             list(workloads)

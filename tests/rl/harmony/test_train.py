@@ -103,3 +103,32 @@ def test_validate_replays_training_side_scenarios_whole_and_refuses_held_out_one
             HarmonyConfig(validate=("gavel-msr-6214e9",)), tmp_path / "run", workloads=[small_workload(60, 1)]
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_forced_decisions_stay_out_of_the_replay_when_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With ``replay_forced=False`` only decisions with two or more nodes to choose from are replayed."""
+    from slurmrl.rl.harmony import train as train_module
+
+    stored: list[list[object]] = []
+    real_extend = train_module.ReplayBuffer.extend
+
+    def spy(self, items):
+        items = list(items)
+        stored.append([obs.mask.sum() for obs, *_ in items])
+        return real_extend(self, items)
+
+    monkeypatch.setattr(train_module.ReplayBuffer, "extend", spy)
+    env = EnvConfig(episode_jobs=40, ordering="sjf-limit", fallback="type-aware", lead=True, reward="jct")
+    for forced, out in ((True, "all"), (False, "choices")):
+        stored.clear()
+        cfg = HarmonyConfig(
+            env=env, episodes=2, eval_every=0, updates_per_episode=1, batch_size=8, replay_forced=forced
+        )
+        train(cfg, tmp_path / out, workloads=[small_workload(60, 1, 3.0)])
+        counts = [c for episode in stored for c in episode]
+        if forced:
+            assert any(c == 1 for c in counts)  # this window has decisions with one node to go to
+        else:
+            assert counts and all(c > 1 for c in counts)
