@@ -116,8 +116,8 @@ POLICIES: tuple[Entry, ...] = (
     Entry(
         "harmony",
         "slurmrl.rl.harmony.policy:make_harmony",
-        "Harmony-style RL placement (pointer over nodes vs co-location interference) under sjf-limit's order; trained on Gavel msr VCs",
-        default_placement="interference-aware",
+        "Harmony-style RL placement (pointer over nodes, led by type-aware, paired JCT reward) under sjf-limit's order; trained on Gavel msr VCs",
+        default_placement="type-aware",
         learned=True,
     ),
     Entry(

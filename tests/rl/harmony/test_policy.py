@@ -64,9 +64,13 @@ def test_a_whole_replay_only_ever_starts_jobs_on_free_gpus() -> None:
 
 
 def test_registered_as_a_learned_deployable_policy() -> None:
+    from slurmrl.rl.checkpoints import shipped_policy_dir
+    from slurmrl.rl.harmony.policy import read_checkpoint
+
     entry = policy_entry("harmony")
     assert entry.learned and entry.deployable
-    assert entry.default_placement == "interference-aware"
+    # by name, the shipped checkpoint runs with the placement it was trained led by
+    assert entry.default_placement == read_checkpoint(shipped_policy_dir("harmony-philly"))[0].placement
 
 
 def test_a_loaded_checkpoint_starts_every_job_once(tmp_path: Path) -> None:
