@@ -46,22 +46,21 @@ from slurmrl.sim.experiment import Workload
 from slurmrl.sim.simulator import Simulator
 
 
-def lead_area(sim: Simulator, warm: str, warm_up: bool, lead: str, handover: float) -> AreaCurve:
-    """Replay ``sim``'s episode afresh: ``warm`` until ``handover`` as the environment's warm-up, then ``lead``.
+def lead_area(sim: Simulator, view: ClusterView | None, lead: str, handover: float) -> AreaCurve:
+    """``lead`` alone from where the agent takes over: ``view``, ``sim``'s latest, after a warm-up.
 
-    Both heuristics are new instances, as the environment's own are each
-    episode, so the replay takes over exactly the cluster the agent does.
+    After a warm-up the simulator is forked at the hand-over view, so the
+    replay takes over exactly the cluster the agent does without playing the
+    warm-up again; without one (``view`` None, ``sim`` not yet started) the
+    episode is replayed from its start. The lead is a new instance, as the
+    environment's own is each episode.
     """
-    replay = Simulator(sim.trace, sim.cluster, config=sim.config)
     policy = _lead(lead)
     skip = not getattr(policy, "preemptive", False)
-    view = replay.next_view(skip_when_full=True) if warm_up else None
-    if warm_up:
-        heuristic = _warm_policy(warm)
-        while view is not None and view.now < handover:
-            replay.apply(heuristic.decide(view))
-            view = replay.next_view(skip_when_full=True)
+    if view is not None:
+        replay, view = sim.fork(view)
     else:
+        replay = Simulator(sim.trace, sim.cluster, config=sim.config)
         view = replay.next_view(skip_when_full=skip)
     while view is not None:
         replay.apply(policy.decide(view))
@@ -119,8 +118,7 @@ class LedSchedEnv(SchedEnv):
         sim, feat = self._require_sim(), self.featurizer
         if self._need_curve:  # once per episode, from the hand-over, before the agent's first pass
             self._need_curve = False
-            cfg, warmed = self.config, self._first_view is not None
-            self._curve = lead_area(sim, cfg.warm_policy, warmed, cfg.lead, self._handover)
+            self._curve = lead_area(sim, self._first_view, self.config.lead, self._handover)
         while True:
             if self._pass is None:
                 view, self._first_view = self._first_view or sim.next_view(skip_when_full=self._skip), None

@@ -24,6 +24,7 @@ checkpoint-restart cost once.
 
 from __future__ import annotations
 
+import copy
 import math
 import time as wallclock
 from collections.abc import Callable, Mapping
@@ -328,6 +329,22 @@ class Simulator:
             if progress is not None:
                 progress(self.finished_count - reported)
             return self.result(wallclock.perf_counter() - t0)
+
+    def fork(self, view: ClusterView) -> tuple[Simulator, ClusterView]:
+        """An independent copy of this simulator, and ``view`` (its latest view) read from the copy.
+
+        Lets a second policy take over from the same instant (a paired
+        baseline from a hand-over) without replaying what led there. The
+        trace and the cluster are shared: nothing changes them.
+        """
+        shared: dict[int, object] = {id(job): job for job in self.trace.jobs}
+        shared.update({id(self.trace): self.trace, id(self.cluster): self.cluster})
+        twin = copy.deepcopy(self, shared)
+        twin._readonly = None  # a copied read-only pool would copy the arrays, not view the twin's
+        twin_view = replace(
+            view, pool=twin._pool_view(), pending=twin.pending.values(), running=twin.running.values()
+        )
+        return twin, twin_view
 
     def durations(self) -> Mapping[str, float]:
         """True durations, for oracle policies only (bounds, never deployed)."""

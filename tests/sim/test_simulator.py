@@ -269,3 +269,35 @@ def test_a_job_slowed_and_sped_up_again_ends_when_its_work_is_done() -> None:
     assert slowed > 1.0
     expected = 100.0 + (second.end_time - 100.0) + (1000.0 - 100.0 - (second.end_time - 100.0) / slowed)
     assert first.end_time == pytest.approx(expected)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, split=st.integers(0, 30))
+def test_a_fork_continues_as_the_original_would_and_leaves_it_alone(rows, split: int) -> None:
+    """From any view, the fork under a policy gives the records the original gives under it."""
+    trace = make_trace(rows)
+    sim = Simulator(trace, CLUSTER, config=FULL)
+    warm = make_policy("fifo-backfill")
+    view = sim.next_view()
+    for _ in range(split):
+        if view is None:
+            break
+        sim.apply(warm.decide(view))
+        view = sim.next_view()
+    if view is None:
+        return
+    twin, twin_view = sim.fork(view)
+    assert twin_view.now == view.now and twin_view.finished == view.finished
+    assert [j.job_id for j in twin_view.pending] == [j.job_id for j in view.pending]
+    done_before = sim.finished_count
+
+    def finish(s: Simulator, v) -> tuple:
+        policy = make_policy("sjf-limit")
+        while v is not None:
+            s.apply(policy.decide(v))
+            v = s.next_view()
+        return s.result().records, tuple(s.samples)
+
+    twin_out = finish(twin, twin_view)
+    assert sim.finished_count == done_before  # the original did not move
+    assert finish(sim, view) == twin_out
