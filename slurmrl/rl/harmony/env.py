@@ -45,7 +45,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.policy.registry import make_placement
 from slurmrl.rl.area import AreaCurve
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.placement import Chooser, Step
+from slurmrl.rl.harmony.placement import LEAD_BONUS, Chooser, Step
 from slurmrl.rl.harmony.policy import DEFAULT_ORDERING, HarmonyPolicy
 from slurmrl.sim.experiment import RunOutput, SimSettings, Workload, prepare, run_policy
 
@@ -61,6 +61,7 @@ class EnvConfig:
     fallback: str = "interference-aware"  # places the jobs the pointer does not (multi-node)
     # Led: the fallback's node gets a logit bonus, so a zero network output places as the fallback.
     lead: bool = False
+    lead_bonus: float = LEAD_BONUS
     obs: HarmonyObs = field(default_factory=HarmonyObs)
     workload_seed: int = 0
     reward: str = "slowdown"  # or "jct": the paired waiting area (module docstring)
@@ -134,7 +135,12 @@ class PlacementEnv:
     def policy(self, chooser: Chooser) -> HarmonyPolicy:
         cfg = self.config
         return HarmonyPolicy(
-            cfg.obs, chooser, make_placement(cfg.fallback), ordering=cfg.ordering, lead=cfg.lead
+            cfg.obs,
+            chooser,
+            make_placement(cfg.fallback),
+            ordering=cfg.ordering,
+            lead=cfg.lead,
+            lead_bonus=cfg.lead_bonus,
         )
 
     def run(self, workload: Workload, chooser: Chooser) -> Episode:

@@ -3,7 +3,8 @@
 Called by the ordering's scheduler for one job at a time, like any placement.
 
 Led (``lead=True``): the fallback heuristic is asked first, and the node it
-would take gets :data:`LEAD_BONUS` added to the network's logit (and, when the
+would take gets ``bonus`` (:data:`LEAD_BONUS` unless the checkpoint records
+another) added to the network's logit (and, when the
 pointer takes that node, the heuristic's GPUs there), so a network that
 outputs zero places every job exactly where the heuristic would (a job
 no single node can hold goes to the heuristic as well): the untrained policy
@@ -57,12 +58,19 @@ class HarmonyPlacement:
     name = "harmony"
 
     def __init__(
-        self, obs: HarmonyObs, chooser: Chooser, fallback: PlacementPolicy, *, lead: bool = False
+        self,
+        obs: HarmonyObs,
+        chooser: Chooser,
+        fallback: PlacementPolicy,
+        *,
+        lead: bool = False,
+        bonus: float = LEAD_BONUS,
     ) -> None:
         self.obs = obs
         self.chooser = chooser
         self.fallback = fallback
         self.lead = lead
+        self.bonus = bonus
         self.queue: Sequence[JobView] = ()
         self.tried: dict[str, Step] = {}  # the latest pointer decision per job in this pass
         self._view: ClusterView | None = None
@@ -103,7 +111,9 @@ class HarmonyPlacement:
             eligible=mask,
         )
         heuristic = self.fallback.place(job, pool, view) if self.lead else None
-        o = self._led(o, heuristic)  # unchanged without a heuristic placement
+        prior = _led_prior(o, heuristic, self.bonus)
+        if prior is not None:  # unchanged without a heuristic placement
+            o = replace(o, prior=prior)
         node, logp = self.chooser(o)
         if not o.mask[node]:  # cannot happen with masked logits; refuse rather than overbook
             return None
@@ -113,11 +123,6 @@ class HarmonyPlacement:
             placement = Placement((NodeAlloc(node, pick_in_node(pool, node, job.gpus)),))
         self.tried[job.job_id] = Step(job.job_id, job.gpus, o, node, logp, placement, view.now)
         return placement
-
-    @staticmethod
-    def _led(o: PlacementObs, heuristic: Placement | None) -> PlacementObs:
-        prior = _led_prior(o, heuristic)
-        return o if prior is None else replace(o, prior=prior)
 
     def confirm(self, job: JobView, placement: Placement, view: ClusterView) -> None:
         """``job`` starts on ``placement``: only now does it load its nodes for the pass's later decisions.
@@ -130,12 +135,12 @@ class HarmonyPlacement:
         confirm_start(self.fallback, job, placement, view)
 
 
-def _led_prior(o: PlacementObs, heuristic: Placement | None) -> np.ndarray | None:
-    """:data:`LEAD_BONUS` on the heuristic's node when it is one node the pointer may choose."""
+def _led_prior(o: PlacementObs, heuristic: Placement | None, bonus: float) -> np.ndarray | None:
+    """``bonus`` on the heuristic's node when it is one node the pointer may choose."""
     if heuristic is None or len(heuristic.allocs) != 1 or not o.mask[heuristic.allocs[0].node]:
         return None
     prior = np.zeros(len(o.mask), dtype=np.float32)
-    prior[heuristic.allocs[0].node] = LEAD_BONUS
+    prior[heuristic.allocs[0].node] = bonus
     return prior
 
 

@@ -15,6 +15,7 @@ and ``config.json``, loadable without torch: decisions are computed in numpy.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobView
 from slurmrl.rl import checkpoints
 from slurmrl.rl.harmony.features import HarmonyObs
-from slurmrl.rl.harmony.placement import Chooser, HarmonyPlacement, Step, greedy_chooser
+from slurmrl.rl.harmony.placement import LEAD_BONUS, Chooser, HarmonyPlacement, Step, greedy_chooser
 from slurmrl.rl.nets.config import HarmonyNetConfig, weight_shapes
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 
@@ -50,6 +51,7 @@ class HarmonyCheckpoint:
     ordering: str = DEFAULT_ORDERING
     lead: bool = False  # the fallback heuristic's node gets a logit bonus (HarmonyPlacement)
     placement: str = "interference-aware"  # the fallback it was trained with: its own placement
+    lead_bonus: float = LEAD_BONUS  # the bonus it was trained with (older led checkpoints: the default)
 
 
 class _WindowOrdering:
@@ -86,13 +88,14 @@ class HarmonyPolicy:
         ordering: str = DEFAULT_ORDERING,
         name: str = "harmony",
         lead: bool = False,
+        lead_bonus: float = LEAD_BONUS,
     ) -> None:
         from slurmrl.policy.registry import policy_entry
 
         if ordering not in ORDERINGS:
             raise PolicyError(f"harmony ordering '{ordering}' is not one of {', '.join(ORDERINGS)}")
         self.name = name
-        self.placement = HarmonyPlacement(obs, chooser, fallback, lead=lead)
+        self.placement = HarmonyPlacement(obs, chooser, fallback, lead=lead, bonus=lead_bonus)
         self._inner = policy_entry(ordering).load()(self.placement)
         self._inner.ordering = _WindowOrdering(self._inner.ordering, self.placement)
         self.steps: list[Step] | None = None  # set to a list to record the decisions that started jobs
@@ -127,6 +130,7 @@ class HarmonyPolicy:
             ordering=ckpt.ordering,
             name=name or ("harmony" if directory.name == DEFAULT_POLICY else f"harmony:{directory.name}"),
             lead=ckpt.lead,
+            lead_bonus=ckpt.lead_bonus,
         )
 
 
@@ -139,6 +143,7 @@ def save_checkpoint(
     *,
     lead: bool = False,
     placement: str | None = None,
+    lead_bonus: float = LEAD_BONUS,
 ) -> None:
     config: dict[str, object] = {
         "format": CHECKPOINT_FORMAT,
@@ -149,6 +154,7 @@ def save_checkpoint(
     }
     if lead:
         config["lead"] = True
+        config["lead_bonus"] = lead_bonus
     if placement is not None:
         config["placement"] = placement
     if extra:
@@ -169,19 +175,22 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
         lead = raw.get("lead", False)
         if not isinstance(lead, bool):
             raise ValueError("'lead' must be true or false")
+        bonus = raw.get("lead_bonus", LEAD_BONUS)
+        if isinstance(bonus, bool) or not isinstance(bonus, int | float) or not math.isfinite(bonus):
+            raise ValueError(f"'lead_bonus' must be a finite number, not {bonus!r}")
         placement = raw.get("placement", HarmonyCheckpoint.placement)
         if placement not in placement_names():
             raise ValueError(f"'placement' must be one of {', '.join(placement_names())}, not {placement!r}")
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyError(
-            f"{cfg_path}: bad or missing field ('net', 'obs', 'lead' or 'placement'): {exc}",
+            f"{cfg_path}: bad or missing field ('net', 'obs', 'lead', 'lead_bonus' or 'placement'): {exc}",
             file=str(cfg_path),
         ) from None
     if (net_cfg.job_features, net_cfg.node_features) != (obs.job_features, obs.node_features):
         raise PolicyError(
             f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
         )
-    return HarmonyCheckpoint(net_cfg, obs, ordering, lead, placement), checkpoints.read_weights(
+    return HarmonyCheckpoint(net_cfg, obs, ordering, lead, placement, float(bonus)), checkpoints.read_weights(
         directory, weight_shapes(net_cfg)
     )
 

@@ -330,5 +330,12 @@ def _save(
         "scenarios": list(cfg.env.scenarios),
     }
     save_checkpoint(
-        out, net, cfg.env.obs, cfg.env.ordering, extra, lead=cfg.env.lead, placement=cfg.env.fallback
+        out,
+        net,
+        cfg.env.obs,
+        cfg.env.ordering,
+        extra,
+        lead=cfg.env.lead,
+        placement=cfg.env.fallback,
+        lead_bonus=cfg.env.lead_bonus,
     )

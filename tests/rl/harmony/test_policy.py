@@ -16,6 +16,7 @@ from slurmrl.rl.harmony.features import HarmonyObs
 from slurmrl.rl.harmony.placement import greedy_chooser
 from slurmrl.rl.harmony.policy import HarmonyPolicy, save_checkpoint
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony
+from slurmrl.sim.experiment import run_policy
 from slurmrl.sim.simulator import SimConfig, Simulator
 from tests.rl.harmony.common import random_net, small_workload
 
@@ -79,6 +80,30 @@ def test_a_loaded_checkpoint_starts_every_job_once(tmp_path: Path) -> None:
     wl = small_workload(30, 2)
     started = [job for _, starts in _replay(policy, wl.trace, wl.cluster) for job, _ in starts]
     assert sorted(started) == sorted(j.job_id for j in wl.trace.jobs)
+
+
+def test_a_led_checkpoint_records_its_bonus_and_runs_with_it(tmp_path: Path) -> None:
+    """The bonus a led pointer was trained with is in its config.json; one without it had the default."""
+    from slurmrl.rl.harmony.placement import LEAD_BONUS
+
+    save_checkpoint(tmp_path, random_net(), HarmonyObs(), "sjf-limit", lead=True, placement="type-aware")
+    config = tmp_path / "config.json"
+    raw = json.loads(config.read_text())
+    assert raw["lead_bonus"] == LEAD_BONUS
+    assert HarmonyPolicy.from_dir(tmp_path).placement.bonus == LEAD_BONUS
+    config.write_text(json.dumps({**raw, "lead_bonus": 4.5}))
+    policy = HarmonyPolicy.from_dir(tmp_path)
+    wl = small_workload(30, 2)
+    policy.steps = []
+    run_policy(wl, policy)
+    priors = [s.obs.prior for s in policy.steps if s.obs.prior is not None]
+    assert priors and all(sorted(set(p.tolist())) == [0.0, 4.5] for p in priors)
+    del raw["lead_bonus"]
+    config.write_text(json.dumps(raw))
+    assert HarmonyPolicy.from_dir(tmp_path).placement.bonus == LEAD_BONUS
+    config.write_text(json.dumps({**raw, "lead_bonus": "big"}))
+    with pytest.raises(PolicyError, match="'lead_bonus' must be a finite number"):
+        HarmonyPolicy.from_dir(tmp_path)
 
 
 def test_a_checkpoint_runs_with_the_placement_it_names_and_refuses_an_unknown_one(tmp_path: Path) -> None:

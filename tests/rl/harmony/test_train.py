@@ -77,6 +77,7 @@ def test_a_led_run_starts_as_its_heuristic(tmp_path: Path) -> None:
     assert [r["episode"] for r in rows] == ["0", "1", "2"] and rows[0]["eval_avg_jct"]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["lead"] is True and config["placement"] == "type-aware"
+    assert config["lead_bonus"] == env.lead_bonus
     assert config["training"]["episode"] == 0  # no later check: the kept weights are the untrained ones
     full = SimSettings(speed_model="full")
     heuristic = run_policy(workload, "sjf-limit", placement="type-aware", settings=full)
