@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from slurmrl.cluster import load_cluster
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
@@ -13,8 +11,7 @@ from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.sim.elastic import parse_elastic
 from slurmrl.sim.simulator import SimConfig, Simulator
 from slurmrl.traces.schema import Trace, TraceJob
-
-MIXED = str(Path(__file__).parents[1] / "sim" / "fixtures" / "mixed.toml")  # nodes 0-1 V100, 2-3 K80
+from tests.sim.fixtures.clusters import MIXED
 
 
 def view_of(

@@ -21,6 +21,7 @@ from slurmrl.rl.nets.numpy_nets import NumpyTopDRL
 from slurmrl.rl.topdrl import TopDRLPolicy, read_checkpoint_config, shipped_policy_dir
 from slurmrl.rl.window_policy import lead_prior
 from slurmrl.sim.experiment import prepare, run_policy
+from tests.sim.fixtures.clusters import MIXED
 
 
 def zero_topdrl(lead: str, placement: str = "topology") -> TopDRLPolicy:
@@ -83,9 +84,6 @@ def zero_pointer(lead: bool):
     state = {name: np.zeros(shape, dtype=np.float32) for name, shape in pointer_shapes(cfg).items()}
     net = NumpyHarmony(cfg, state)
     return HarmonyPolicy(obs, greedy_chooser(net.logits), make_placement("interference-aware"), lead=lead)
-
-
-MIXED = str(Path(__file__).parents[1] / "sim" / "fixtures" / "mixed.toml")  # nodes 0-1 V100, 2-3 K80
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ once, and no mean JCT may beat its proven lower bound.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,8 +22,8 @@ from slurmrl.sim.elastic import parse_elastic
 from slurmrl.sim.metrics import summarize
 from slurmrl.sim.simulator import SimConfig, Simulator
 from slurmrl.traces.schema import Trace, TraceJob
+from tests.sim.fixtures.clusters import MIXED
 
-MIXED = str(Path(__file__).parent / "fixtures" / "mixed.toml")  # V100 and K80 racks
 CLUSTERS = ["1x1x8", "1x2x4", "2x2x4:v100", "2x3x2", "1x4x8:a100", MIXED]
 SPEED_MODELS = ["none", "placement", "full"]
 

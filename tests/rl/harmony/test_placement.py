@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from slurmrl.cluster import load_cluster
@@ -11,8 +9,7 @@ from slurmrl.policy.placement.interference import InterferenceAware
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.harmony.features import HarmonyObs, PlacementObs
 from slurmrl.rl.harmony.placement import HarmonyPlacement
-
-MIXED = str(Path(__file__).parents[2] / "sim" / "fixtures" / "mixed.toml")  # nodes 0-1 V100, 2-3 K80
+from tests.sim.fixtures.clusters import MIXED
 
 
 def last_allowed(o: PlacementObs) -> tuple[int, float]:

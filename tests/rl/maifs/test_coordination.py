@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +16,7 @@ from slurmrl.rl.maifs.policy import numpy_copy, sampling
 from slurmrl.rl.nets.numpy_layers import MASKED
 from slurmrl.sim.elastic import power_of_two_range
 from tests.rl.maifs.common import busy_pool, cluster, random_net, view_of
+from tests.sim.fixtures.clusters import MIXED
 
 OBS = MaifsObs(window=6)
 NET = numpy_copy(random_net(OBS))
@@ -90,9 +89,7 @@ def slowest_rack_first(racks: int):
 
 
 def test_on_several_gpu_types_every_start_goes_to_the_fastest_type_with_room() -> None:
-    mixed = load_cluster(
-        str(Path(__file__).parents[2] / "sim" / "fixtures" / "mixed.toml")
-    )  # V100 rack, K80 rack
+    mixed = load_cluster(MIXED)  # V100 rack, K80 rack
     resolver = Resolver(mixed, OBS)
     for busy in (False, True):  # V100s free, then full: no start reaches a K80 while a V100 has room
         pool = GpuPool(mixed)
