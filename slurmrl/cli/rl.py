@@ -45,6 +45,7 @@ class TrainRequest:
     wall_limit: float | None = None
     lead: str | None = None
     validate: str | None = None
+    validate_seeds: int | None = None
 
 
 def _given(**values: object) -> dict[str, object]:
@@ -159,6 +160,7 @@ def train_harmony(req: TrainRequest) -> None:
         env=env,
         episodes=max(1, req.steps // env.episode_jobs),
         **({"validate": validate, "eval_every": HARMONY_VALIDATE_EVERY} if validate else {}),
+        **_given(validate_seeds=req.validate_seeds),
         # Paired episodes are warm-started, where most decisions have one node to go to.
         replay_forced=env.reward == "slowdown",
         seed=req.seed,
@@ -320,6 +322,12 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "(maifs: instead of the last jobs of its training scenarios); harmony: comma-separated training-side "
     "scenarios replayed whole instead of its yardstick, every 100 episodes.",
 )
+@click.option(
+    "--validate-seeds",
+    type=click.IntRange(min=1),
+    default=None,
+    help="harmony: workload seeds each --validate scenario is replayed under per check (default 1).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--out",
@@ -358,6 +366,10 @@ def train(policy: str, scenarios: str, seeds: int, no_progress: bool, **opts: ob
                 f"scenario '{name}' is held out for evaluation; train on the 'train' scenarios",
                 hint="see `slurmrl scenarios`",
             )
+    if opts["validate_seeds"] is not None and (policy != "harmony" or not opts["validate"]):
+        raise click.ClickException(
+            "--validate-seeds: only harmony replays its --validate scenarios under several seeds; give --validate too"
+        )
     if int(opts["workers"]) < 1:  # type: ignore[call-overload]
         raise ConfigError(f"--workers must be at least 1, got {opts['workers']}")
     run_opts = {k: opts.pop(k) for k in list(opts) if k not in _REQUEST_FIELDS}

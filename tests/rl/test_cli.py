@@ -189,3 +189,28 @@ def test_harmony_paired_reward_trains_warm_windows_without_the_reward_model(tmp_
     run = json.loads((tmp_path / "jct" / "run.json").read_text())["harmony"]
     assert (run["env"]["reward"], run["env"]["warm_jobs"], run["replay_forced"]) == ("jct", 10, False)
     assert "0 predicted" in res.output
+
+
+def test_harmony_checks_replay_each_validation_scenario_under_several_seeds(tmp_path: Path) -> None:
+    from slurmrl.rl.harmony.env import EnvConfig, PlacementEnv
+    from slurmrl.rl.harmony.train import HarmonyConfig, check_windows
+    from tests.rl.harmony.common import small_workload
+
+    env = PlacementEnv(EnvConfig(episode_jobs=30), workloads=[small_workload(60, 1)])
+    windows = check_windows(HarmonyConfig(validate=("gavel-msr-b436b2",), validate_seeds=2), env)
+    assert [w.seed for w in windows] == [0, 1]
+    assert windows[0].trace.jobs != windows[1].trace.jobs or windows[0].seed != windows[1].seed
+    runner = CliRunner()
+    for bad in (
+        ["--validate-seeds", "2"],
+        ["--policy", "topdrl", "--validate", "x", "--validate-seeds", "2"],
+    ):
+        args = ["train", "--policy", "harmony", *bad] if bad[0] != "--policy" else ["train", *bad]
+        res = runner.invoke(main, [*args, "--out", str(tmp_path / "bad")])
+        assert res.exit_code != 0 and "--validate-seeds" in res.output and "Traceback" not in res.output
+        assert not (tmp_path / "bad").exists()
+    led = ["--lead", "sjf-limit+type-aware", "--validate", "gavel-msr-b436b2", "--validate-seeds", "2"]
+    res = runner.invoke(main, [*HARMONY, *led, "--out", str(tmp_path / "led")])
+    assert res.exception is None, res.output
+    run = json.loads((tmp_path / "led" / "run.json").read_text())["harmony"]
+    assert run["validate_seeds"] == 2

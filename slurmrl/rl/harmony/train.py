@@ -75,6 +75,9 @@ class HarmonyConfig:
     # Training-side scenarios replayed whole instead of the yardstick (the checks then judge the
     # workloads as a whole, not their last jobs).
     validate: tuple[str, ...] = ()
+    # Workload seeds each ``validate`` scenario is replayed under per check (from ``env.workload_seed``):
+    # one replay of a full VC is a noisy draw, several average the noise down.
+    validate_seeds: int = 1
     # Whether decisions with one node to choose from go into the replay buffer: they carry no
     # policy gradient, and on warm-started episodes they are almost all of them.
     replay_forced: bool = True
@@ -119,11 +122,14 @@ def yardstick(env: PlacementEnv, jobs: int) -> list[Workload]:
 
 
 def check_windows(cfg: HarmonyConfig, env: PlacementEnv) -> list[Workload]:
-    """What the checks replay: the ``validate`` scenarios whole, else the yardstick (none without checks)."""
+    """What the checks replay: the ``validate`` scenarios whole (each under ``validate_seeds`` workload seeds), else the yardstick (none without checks)."""
     if not cfg.eval_every:
         return []
     if cfg.validate:
-        return [validation_workload(name, cfg.env.workload_seed) for name in cfg.validate]  # type: ignore[misc]
+        if cfg.validate_seeds < 1:
+            raise ConfigError(f"validate_seeds must be at least 1, got {cfg.validate_seeds}")
+        seeds = range(cfg.env.workload_seed, cfg.env.workload_seed + cfg.validate_seeds)
+        return [validation_workload(name, seed) for name in cfg.validate for seed in seeds]  # type: ignore[misc]
     return yardstick(env, cfg.eval_jobs)
 
 
