@@ -198,14 +198,12 @@ def test_harmony_checks_replay_each_validation_scenario_under_several_seeds(tmp_
 
     env = PlacementEnv(EnvConfig(episode_jobs=30), workloads=[small_workload(60, 1)])
     windows = check_windows(HarmonyConfig(validate=("gavel-msr-b436b2",), validate_seeds=2), env)
-    assert [w.seed for w in windows] == [0, 1]
-    assert windows[0].trace.jobs != windows[1].trace.jobs or windows[0].seed != windows[1].seed
+    assert [(w.label, w.seed) for w in windows] == [(windows[0].label, 0), (windows[0].label, 1)]
     runner = CliRunner()
-    for bad in (
-        ["--validate-seeds", "2"],
-        ["--policy", "topdrl", "--validate", "x", "--validate-seeds", "2"],
+    for args in (
+        ["train", "--policy", "harmony", "--validate-seeds", "2"],  # no --validate
+        ["train", "--policy", "topdrl", "--validate", "philly-448-week2-val", "--validate-seeds", "2"],
     ):
-        args = ["train", "--policy", "harmony", *bad] if bad[0] != "--policy" else ["train", *bad]
         res = runner.invoke(main, [*args, "--out", str(tmp_path / "bad")])
         assert res.exit_code != 0 and "--validate-seeds" in res.output and "Traceback" not in res.output
         assert not (tmp_path / "bad").exists()
