@@ -58,6 +58,14 @@ class EventQueue(Generic[E]):
         """Time of the next event; ``inf`` when none is left."""
         return self._heap[0][0] if self._heap else float("inf")
 
+    def fork(self) -> EventQueue[E]:
+        """An independent copy: the same events, handing out the same sequence numbers from here on."""
+        twin: EventQueue[E] = EventQueue(self.now)
+        twin._heap = list(self._heap)  # entries are tuples of immutable values
+        position = next(self._seq)
+        self._seq, twin._seq = count(position), count(position)
+        return twin
+
     def pop(self) -> tuple[float, int, E]:
         time, priority, _, event = heapq.heappop(self._heap)
         self.now = time

@@ -59,3 +59,25 @@ def test_schedule_all_refuses_the_past() -> None:
     q = EventQueue[str](start=10.0)
     with pytest.raises(ValueError, match="before the current time"):
         q.schedule_all([(11.0, ARRIVAL, "a"), (9.0, ARRIVAL, "b")])
+
+
+@given(
+    before=st.lists(st.tuples(st.integers(0, 5), st.sampled_from([ARRIVAL, COMPLETION, WAKE])), max_size=8),
+    after=st.lists(st.tuples(st.integers(5, 9), st.sampled_from([ARRIVAL, COMPLETION, WAKE])), max_size=8),
+)
+def test_a_fork_pops_what_the_original_pops_and_keeps_apart(before, after) -> None:
+    """Events scheduled after a fork tie-break alike in both queues and reach only their own."""
+    q: EventQueue[str] = EventQueue()
+    for i, (t, kind) in enumerate(before):
+        q.schedule(float(t), kind, f"b{i}")
+    twin = q.fork()
+    for queue in (q, twin):
+        for i, (t, kind) in enumerate(after):
+            queue.schedule(float(t), kind, f"a{i}")
+    twin.schedule(9.0, WAKE, "only-twin")
+
+    def drain(queue: EventQueue[str]) -> list[str]:
+        return [queue.pop()[2] for _ in range(len(queue))]
+
+    mine = drain(q)
+    assert drain(twin) == [*mine, "only-twin"]

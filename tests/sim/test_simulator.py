@@ -301,3 +301,29 @@ def test_a_fork_continues_as_the_original_would_and_leaves_it_alone(rows, split:
     twin_out = finish(twin, twin_view)
     assert sim.finished_count == done_before  # the original did not move
     assert finish(sim, view) == twin_out
+
+
+# What a fork may share with its original: nothing in them changes during a
+# replay (the speed models' caches memoise pure functions).
+FORK_SHARED = {"trace", "cluster", "config", "perf", "scaling"}
+IMMUTABLE = (int, float, bool, str, type(None), tuple, frozenset)
+
+
+def test_a_fork_shares_no_state_a_replay_changes() -> None:
+    """Every attribute is either shared on purpose, an immutable value, or the twin's own.
+
+    A field added to the simulator later fails here until the fork copies it
+    (or it joins FORK_SHARED with a reason).
+    """
+    sim = Simulator(make_trace([(0.0, 500.0, 2, "bert"), (10.0, 900.0, 8, ""), (20.0, 50.0, 1, "")]), CLUSTER)
+    policy = make_policy("fifo-backfill")
+    view = sim.next_view()
+    sim.apply(policy.decide(view))
+    view = sim.next_view()
+    twin, _ = sim.fork(view)
+    for name, value in vars(sim).items():
+        if name in FORK_SHARED or isinstance(value, IMMUTABLE):
+            continue
+        assert getattr(twin, name) is not value, name
+    for job_id, run in sim.runs.items():
+        assert (twin.runs[job_id] is run) == run.over, job_id
