@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from slurmrl.errors import ConfigError
 from slurmrl.traces.schema import Trace
@@ -64,6 +63,8 @@ def limit_spearman(trace: Trace) -> float | None:
     pairs = [(j.time_limit, j.duration) for j in trace.jobs if j.time_limit is not None]
     if len(pairs) < 2:
         return None
+    import pandas as pd  # the scenario list's column only: a replay never imports pandas
+
     frame = pd.DataFrame(pairs, columns=["limit", "duration"])
     rho = frame["limit"].rank().corr(frame["duration"].rank())
     return None if pd.isna(rho) else float(rho)

@@ -77,7 +77,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+
+from slurmrl.sim.siphash import finalise, hash_strings
 
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 
@@ -137,25 +138,19 @@ _VALUES = np.asarray(ROUND_VALUES)
 _WEIGHTS = np.asarray(ROUND_WEIGHTS)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a well-spread uint64 from a uint64 (wrapping arithmetic)."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
 def job_uniforms(job_ids: np.ndarray, seed: int, streams: int) -> np.ndarray:
     """``streams`` uniforms in [0, 1) per job, each a pure function of (seed, job id, stream).
 
-    Job ids are hashed with pandas' SipHash of their UTF-8 bytes (fixed key),
-    so draws are the same on every platform and for any job order.
+    Job ids are hashed as pandas hashes strings (SipHash-2-4 of their UTF-8
+    bytes under a fixed key, :mod:`slurmrl.sim.siphash`), so draws are the
+    same on every platform and for any job order.
     """
-    keys = pd.util.hash_array(np.asarray(job_ids, dtype=object))
+    keys = hash_strings(job_ids.tolist() if isinstance(job_ids, np.ndarray) else list(job_ids))
     out = np.empty((streams, len(keys)))
     with np.errstate(over="ignore"):
-        base = _mix(keys ^ _mix(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)))
+        base = finalise(keys ^ finalise(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)))
         for s in range(streams):
-            bits = _mix(base + _GOLDEN * np.uint64(s + 1))
+            bits = finalise(base + _GOLDEN * np.uint64(s + 1))
             out[s] = (bits >> np.uint64(11)).astype(np.float64) / 2.0**53
     return out
 
