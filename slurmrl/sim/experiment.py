@@ -248,26 +248,36 @@ def run_policy(
         learned = bool(getattr(policy, "learned", False))
     if workload.reference_gpu and not settings.reference_gpu:
         settings = replace(settings, reference_gpu=workload.reference_gpu)
-    if workload.handover is not None:
-        from slurmrl.sim.handover import HandOver, warm_policy
-
-        policy_obj = HandOver(warm_policy(workload.warm_policy), policy_obj, workload.handover)
-    sim = Simulator(workload.trace, workload.cluster, config=sim_config(settings, workload.seed))
+    config = sim_config(settings, workload.seed)
+    preemptive = bool(getattr(policy_obj, "preemptive", False))
     t0 = time.perf_counter()
-    result = sim.run(policy_obj, progress=progress)
-    wall = time.perf_counter() - t0
-    records, samples = result.records, result.samples
-    if workload.handover is not None:
-        from slurmrl.sim.handover import measured
+    if workload.handover is None:
+        result = Simulator(workload.trace, workload.cluster, config=config).run(policy_obj, progress=progress)
+        wall = time.perf_counter() - t0
+        records, samples = result.records, result.samples
+    else:
+        from slurmrl.sim.handover import WARM_STARTS, measured, warm_policy
 
-        records, samples = measured(records, samples, workload.handover)
+        preemptive = preemptive or bool(getattr(warm_policy(workload.warm_policy), "preemptive", False))
+        start = WARM_STARTS.take(
+            workload,
+            config,
+            workload.warm_policy,
+            workload.handover,
+            preemptive,
+            lambda: Simulator(workload.trace, workload.cluster, config=config),
+        )
+        t0 = time.perf_counter()
+        result = start.sim.run(policy_obj, progress=progress, first=start.view, preemptive=preemptive)
+        wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not
+        records, samples = measured(result.records, result.samples, workload.handover)
     summary = summarize(records, samples, workload.cluster, wall_seconds=wall).to_dict()
     meta: dict[str, object] = {
         "policy": name,
         "placement": placement_name,
         "deployable": deployable,
         "learned": learned,
-        "preemptive": bool(getattr(policy_obj, "preemptive", False)),
+        "preemptive": preemptive,
         "workload": workload.label,
         "trace": workload.trace.source,
         "trace_format": workload.trace.format,

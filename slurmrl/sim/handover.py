@@ -12,44 +12,101 @@ submitted from the hand-over on are measured (:func:`measured`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions
+from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.records import JobRecord, Sample
+from slurmrl.sim.simulator import Simulator
 
 WARM_PLACEMENT = "topology"  # the warm-up heuristic's placement, as the RL environment's warm start
 
 
-class HandOver:
-    """``warm`` decides before ``at``, ``policy`` from ``at`` on; looks like ``policy`` to the caller."""
+def warm_decisions(warm: Policy, view: ClusterView, at: float) -> Decisions:
+    """What ``warm`` decides before the hand-over at ``at``, asking to be woken by then."""
+    decisions = warm.decide(view)
+    if decisions.wake_at is None or decisions.wake_at > at:
+        # Be consulted at the hand-over even if nothing happens then.
+        return Decisions(decisions.order, decisions.starts, decisions.preempt, at, decisions.info)
+    return decisions
 
-    def __init__(self, warm: Policy, policy: Policy, at: float) -> None:
-        if not warm.deployable:
-            raise PolicyError(f"warm-up policy '{warm.name}' reads true durations; it must be deployable")
-        self.warm = warm
-        self.policy = policy
-        self.at = at
-        self.name = policy.name
-        self.deployable = policy.deployable
-        # Consulted while every GPU is busy if either side may preempt.
-        self.preemptive = bool(getattr(policy, "preemptive", False) or getattr(warm, "preemptive", False))
-        self.placement = getattr(policy, "placement", None)
 
-    def bind_oracle(self, durations: Mapping[str, float]) -> None:
-        self.policy.bind_oracle(durations)
+@dataclass(frozen=True)
+class HandedOver:
+    """A warm-started replay at its hand-over: the simulator, the first view to decide (None: it ended)."""
 
-    def decide(self, view: ClusterView) -> Decisions:
-        if view.now < self.at:
-            decisions = self.warm.decide(view)
-            if decisions.wake_at is None or decisions.wake_at > self.at:
-                # Be consulted at the hand-over even if nothing happens then.
-                return Decisions(
-                    decisions.order, decisions.starts, decisions.preempt, self.at, decisions.info
-                )
-            return decisions
-        return self.policy.decide(view)
+    sim: Simulator
+    view: ClusterView | None
+    warm_wall: float  # seconds the warm-up took when it was replayed
+
+
+def play_warm_up(sim: Simulator, warm: Policy, at: float, preemptive: bool) -> HandedOver:
+    """Let ``warm`` decide every view before ``at``; stop at the first view from ``at`` on.
+
+    ``preemptive``: whether the replay asks while every GPU is busy, which
+    the warm-up must do as the whole replay does (the policy under test may
+    preempt), since a pass changes a heuristic's state even when it starts
+    nothing.
+    """
+    if not warm.deployable:
+        raise PolicyError(f"warm-up policy '{warm.name}' reads true durations; it must be deployable")
+    skip = not (preemptive or getattr(warm, "preemptive", False))
+    t0 = time.perf_counter()
+    with paused_gc():
+        view = sim.next_view(skip_when_full=skip)
+        while view is not None and view.now < at:
+            sim.apply(warm_decisions(warm, view, at))
+            view = sim.next_view(skip_when_full=skip)
+    return HandedOver(sim, view, time.perf_counter() - t0)
+
+
+class WarmStarts:
+    """The last few warm-ups replayed in this process, kept at their hand-over and handed out as forks.
+
+    Every policy compared on a warm-started workload takes over the same
+    cluster: the warm-up depends on the workload, the simulator's config,
+    the warm-up heuristic and whether the replay is preemptive, never on the
+    policy under test. So the cells of one workload in one process (a
+    ``compare`` worker, harmony's paired replay) play the warm-up once and
+    each continues from a copy of it.
+    """
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[object, ...], tuple[weakref.ref[object], HandedOver]] = OrderedDict()
+        self.played = 0  # warm-ups replayed (the rest were forks)
+
+    def take(
+        self,
+        workload: object,
+        config: object,
+        warm_name: str,
+        at: float,
+        preemptive: bool,
+        sim: Callable[[], Simulator],
+    ) -> HandedOver:
+        """A fork of ``workload``'s warm-up under ``config``; ``sim`` builds the simulator when none is kept."""
+        key = (id(workload), config, warm_name, at, preemptive)
+        hit = self._kept.get(key)
+        if hit is None or hit[0]() is not workload:
+            hit = (weakref.ref(workload), play_warm_up(sim(), warm_policy(warm_name), at, preemptive))
+            self.played += 1
+            self._kept[key] = hit
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        self._kept.move_to_end(key)
+        kept = hit[1]
+        twin, view = kept.sim.fork(kept.view)
+        return HandedOver(twin, view, kept.warm_wall)
+
+
+WARM_STARTS = WarmStarts()
 
 
 def warm_policy(name: str) -> Policy:

@@ -343,26 +343,43 @@ class Simulator:
         if again:
             self._pass_due = True
 
-    def run(self, policy: Policy, *, progress: Callable[[int], None] | None = None) -> SimResult:
-        """Replay the whole trace under ``policy``."""
+    def run(
+        self,
+        policy: Policy,
+        *,
+        progress: Callable[[int], None] | None = None,
+        first: ClusterView | None = None,
+        preemptive: bool | None = None,
+    ) -> SimResult:
+        """Replay the whole trace under ``policy``.
+
+        ``first``: the view to decide first, when a fork took this replay
+        over at a view its original had not decided yet. ``preemptive``
+        (default: the policy's own flag) says whether the policy is asked
+        while every GPU is busy; a warm start asks as its two policies would.
+        """
         if not policy.deployable:
             policy.bind_oracle(self.durations())
-        skip = not getattr(policy, "preemptive", False)
+        if preemptive is None:
+            preemptive = bool(getattr(policy, "preemptive", False))
+        skip = not preemptive
         t0 = wallclock.perf_counter()
         reported = 0
         with paused_gc():
-            while (view := self.next_view(skip_when_full=skip)) is not None:
+            view = first if first is not None else self.next_view(skip_when_full=skip)
+            while view is not None:
                 self.apply(policy.decide(view))
                 if progress is not None and self.finished_count - reported >= 256:
                     progress(self.finished_count - reported)
                     reported = self.finished_count
+                view = self.next_view(skip_when_full=skip)
             self._drain()
             if progress is not None:
                 progress(self.finished_count - reported)
             return self.result(wallclock.perf_counter() - t0)
 
-    def fork(self, view: ClusterView) -> tuple[Simulator, ClusterView]:
-        """An independent copy of this simulator, and ``view`` (its latest view) read from the copy.
+    def fork(self, view: ClusterView | None) -> tuple[Simulator, ClusterView | None]:
+        """An independent copy of this simulator, and ``view`` (its latest view, if any) read from the copy.
 
         Lets a second policy take over from the same instant (a paired
         baseline from a hand-over) without replaying what led there. What
@@ -382,6 +399,8 @@ class Simulator:
             setattr(twin, name, copy.copy(getattr(self, name)))
         for name in _FORK_COPIED_EACH:
             setattr(twin, name, [copy.copy(item) for item in getattr(self, name)])
+        if view is None:
+            return twin, None
         twin_view = replace(
             view, pool=twin._pool_view(), pending=twin.pending.values(), running=twin.running.values()
         )
