@@ -111,9 +111,11 @@ class Comparison:
 
     def save(self, directory: str | Path) -> Path:
         """One result folder per run under ``DIR/runs`` (readable by `slurmrl report` and load_results)."""
+        from slurmrl.sim.results import run_folder
+
         root = Path(directory)
         for label, result in self.results.items():
-            result.save(root / RUNS_DIR / label)
+            result.save(root / RUNS_DIR / run_folder(label))
         return root
 
 

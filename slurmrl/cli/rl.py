@@ -386,7 +386,11 @@ _REQUEST_FIELDS = set(TrainRequest.__dataclass_fields__)
 @click.command()
 @workload_options
 @sim_options
-@click.option("--policy", required=True, help="A registered policy name or a checkpoint folder.")
+@click.option(
+    "--policy",
+    required=True,
+    help="A registered policy name or a checkpoint folder, or either +PLACEMENT as in compare.",
+)
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (as simulate --json).")
 @jobs_option
@@ -398,8 +402,9 @@ def evaluate(
 
     With --seeds N the seeds run in parallel, one process per core (--jobs), as simulate's do.
     """
-    from slurmrl.cli.simulate import print_run, run_one, run_seeds
+    from slurmrl.cli.simulate import one_policy, print_run, run_one, run_seeds
 
+    policy, placement = one_policy(policy, placement)
     settings = build_settings(opts)
     seeds = seed_list(opts)
     if len(seeds) > 1:

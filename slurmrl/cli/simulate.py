@@ -108,7 +108,12 @@ def _seed_dir(out: Path, seed: int) -> Path:
 @click.command()
 @workload_options
 @sim_options
-@click.option("--policy", default="fifo", show_default=True, help="Policy name (see `slurmrl policies`).")
+@click.option(
+    "--policy",
+    default="fifo",
+    show_default=True,
+    help="Policy name (see `slurmrl policies`), or NAME+PLACEMENT as in compare.",
+)
 @click.option("--placement", default=None, help="Placement name; default: the policy's own.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
@@ -132,6 +137,7 @@ def simulate(
 
     With --seeds N the seeds run in parallel, one process per core (--jobs).
     """
+    policy, placement = one_policy(policy, placement)
     settings = build_settings(opts)
     seeds = seed_list(opts)
     if len(seeds) == 1:
@@ -215,6 +221,21 @@ def parse_policy_list(text: str) -> list[tuple[str, str | None]]:
     if not pairs:
         raise SlurmrlError("--policies is empty; give names like fifo,fifo-backfill+topology")
     return pairs
+
+
+def one_policy(policy: str, placement: str | None) -> tuple[str, str | None]:
+    """``--policy NAME+PLACEMENT`` as compare writes it, or ``--policy NAME [--placement P]``.
+
+    A checkpoint folder whose own name holds a ``+`` stays whole.
+    """
+    if "+" not in policy or (Path(policy) / "config.json").is_file():
+        return policy, placement
+    name, _, place = policy.partition("+")
+    if place and placement and place != placement:
+        raise SlurmrlError(
+            f"--policy {policy} names placement '{place}' and --placement names '{placement}'; give one"
+        )
+    return name, place or placement
 
 
 def _check_policy(name: str, place: str | None) -> None:

@@ -184,11 +184,12 @@ class Replay:
 def replay(task: Replay) -> dict[str, Any]:
     """Run one :class:`Replay` (in any process) and return its table row."""
     from slurmrl.sim.experiment import save_run
+    from slurmrl.sim.results import run_folder
 
     result = simulate_cell(task.cell)
     if task.folder is not None:
         folder = Path(task.folder)
         if task.runs:
-            folder = folder / "runs" / f"{task.cell.policy}+{result.meta['placement']}"
+            folder = folder / "runs" / run_folder(f"{task.cell.policy}+{result.meta['placement']}")
         save_run(folder, result)
     return summary_row(task.cell.policy, result)

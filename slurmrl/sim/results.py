@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -60,6 +61,18 @@ class Results:
     meta: Mapping[str, object]
     records: tuple[JobRecord, ...]
     samples: tuple[Sample, ...]
+
+
+def run_folder(label: str) -> str:
+    """A run's folder name under ``runs/``: its ``policy+placement`` label as one path component.
+
+    A checkpoint folder given by its path (``policies/topdrl-philly``,
+    ``/home/me/ckpt``) would otherwise nest the run below ``runs/``, where no
+    reader looks, or, from an absolute path, put it beside the checkpoint,
+    outside the folder the user named. Separators and other odd characters
+    become ``-``.
+    """
+    return re.sub(r"[^A-Za-z0-9_.+=-]+", "-", label).strip("-.") or "run"
 
 
 def _json_safe(value: object) -> object:

@@ -116,10 +116,60 @@ def test_compare_writes_table(tmp_path) -> None:
     assert (tmp_path / "comparison.csv").exists()
 
 
+def test_a_checkpoint_given_by_its_path_runs_inside_the_out_folder(tmp_path) -> None:
+    """An absolute checkpoint path once put its run folder beside the checkpoint, outside --out."""
+    import shutil
+    from pathlib import Path
+
+    import slurmrl
+
+    ckpt = tmp_path / "ckpt" / "h0"
+    shutil.copytree(Path(slurmrl.__file__).parent / "rl" / "shipped" / "harmony-philly", ckpt)
+    out = tmp_path / "out"
+    args = [
+        "compare",
+        "--limit",
+        "60",
+        "--policies",
+        f"{ckpt}+type-aware,fifo",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exception is None, result.output
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["h0"]
+    runs = sorted(p.name for p in (out / "runs").iterdir())
+    assert len(runs) == 2 and all((out / "runs" / r / "summary.json").is_file() for r in runs)
+    assert any(r.endswith("ckpt-h0+type-aware") for r in runs)
+
+
+def test_simulate_takes_a_placement_after_the_policy_as_compare_does() -> None:
+    joined = CliRunner().invoke(
+        main, ["simulate", "--limit", "60", "--policy", "sjf-limit+topology", "--json"]
+    )
+    apart = CliRunner().invoke(
+        main, ["simulate", "--limit", "60", "--policy", "sjf-limit", "--placement", "topology", "--json"]
+    )
+    assert joined.exception is None and apart.exception is None, joined.output + apart.output
+
+    def summary(output: str) -> dict:
+        data = json.loads(output)
+        data.pop("wall_seconds", None)
+        return data
+
+    assert summary(joined.output) == summary(apart.output)
+    both = CliRunner().invoke(
+        main, ["simulate", "--limit", "60", "--policy", "sjf-limit+topology", "--placement", "first-fit"]
+    )
+    assert both.exit_code != 0 and "give one" in both.output and "Traceback" not in both.output
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["simulate", "--policy", "fifoo"], "did you mean 'fifo'"),
+        (["simulate", "--policy", "sjf-limit+nope"], "unknown placement 'nope'"),
         (["simulate", "--cluster", "8x8"], "8x8"),
         (["simulate", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
         (["simulate", "--scenario", "philly-512"], "unknown scenario"),

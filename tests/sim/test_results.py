@@ -16,6 +16,7 @@ from slurmrl.sim.results import (
     MAX_TIMELINE_ROWS,
     format_table,
     read_results,
+    run_folder,
     write_results,
     write_table_csv,
     write_table_json,
@@ -229,3 +230,17 @@ def test_write_results_accepts_a_summary_dict(tmp_path: Path) -> None:
     assert key(read_results(out).summary) == key(summary)
     with pytest.raises(SlurmrlError, match="missing key 'jobs'"):
         write_results(tmp_path / "e", summary={"avg_jct": 1.0}, records=[], samples=[], meta={})
+
+
+@pytest.mark.parametrize(
+    "label, folder",
+    [
+        ("fifo+first-fit", "fifo+first-fit"),
+        ("policies/topdrl-philly+type-aware", "policies-topdrl-philly+type-aware"),
+        ("/home/me/ckpt+topology", "home-me-ckpt+topology"),
+        ("../up+topology", "up+topology"),
+    ],
+)
+def test_a_run_folder_is_one_path_component(label: str, folder: str) -> None:
+    assert run_folder(label) == folder
+    assert "/" not in run_folder(label) and run_folder(label) not in ("", ".", "..")
