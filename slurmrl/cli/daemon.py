@@ -21,6 +21,33 @@ _config_option = click.option(
     show_default=True,
     help="The daemon's TOML config.",
 )
+# A subcommand's --config: its own, else the one given to `slurmrl daemon` before it.
+_sub_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help=f"The daemon's TOML config [default: the one given to 'slurmrl daemon', else {DEFAULT_CONFIG}].",
+)
+
+
+def _config_of(ctx: click.Context, own: str | None) -> str:
+    """The config a subcommand reads: ``daemon --config A revert`` must not revert the default's jobs.
+
+    Given both before and after the subcommand, the two must agree.
+    """
+    parent = ctx.parent
+    if parent is None or parent.command is not daemon:
+        return own or DEFAULT_CONFIG
+    before = parent.params["config_path"]
+    given_before = parent.get_parameter_source("config_path") is not click.core.ParameterSource.DEFAULT
+    if own is None:
+        return before
+    if given_before and before != own:
+        raise click.UsageError(
+            f"--config {before} before '{ctx.info_name}' and --config {own} after it; give one"
+        )
+    return own
 
 
 def _load(config_path: str, dry_run: bool = False):
@@ -45,6 +72,11 @@ def daemon(ctx: click.Context, config_path: str, once: bool, dry_run: bool) -> N
     given back on SIGTERM/SIGINT (or with 'slurmrl daemon revert').
     """
     if ctx.invoked_subcommand is not None:
+        if once or dry_run:
+            # 'daemon --dry-run revert' must not look safe and give everything back.
+            raise click.UsageError(
+                f"--once and --dry-run are the daemon loop's; '{ctx.invoked_subcommand}' takes neither"
+            )
         return
     from slurmrl.daemon.logs import setup_logging
     from slurmrl.daemon.loop import Daemon, make_backend
@@ -60,13 +92,14 @@ def daemon(ctx: click.Context, config_path: str, once: bool, dry_run: bool) -> N
 
 
 @daemon.command()
-@_config_option
-def check(config_path: str) -> None:
+@_sub_config_option
+@click.pass_context
+def check(ctx: click.Context, config_path: str | None) -> None:
     """Validate the config and policy, and check that Slurm is reachable and suitable."""
     from slurmrl.daemon.checks import run_checks
 
     try:
-        config = _load(config_path)
+        config = _load(_config_of(ctx, config_path))
     except SlurmrlError as exc:
         raise click.ClickException(exc.format()) from None
     results = run_checks(config)
@@ -94,8 +127,9 @@ def check(config_path: str) -> None:
 
 
 @daemon.command()
-@_config_option
-def revert(config_path: str) -> None:
+@_sub_config_option
+@click.pass_context
+def revert(ctx: click.Context, config_path: str | None) -> None:
     """Give back every value the daemon set (from its state file), then exit."""
     from slurmrl.daemon.logs import setup_logging
     from slurmrl.daemon.loop import Daemon, make_backend
@@ -103,7 +137,7 @@ def revert(config_path: str) -> None:
     from slurmrl.policy.placement.first_fit import FirstFit
 
     try:
-        config = _load(config_path)
+        config = _load(_config_of(ctx, config_path))
         setup_logging(config.log_level.upper())
         # Reverting needs no policy: a light stand-in avoids loading (say) a torch checkpoint.
         runner = Daemon(config, make_backend(config), policy=make_fifo(FirstFit()))

@@ -181,3 +181,26 @@ def test_status_summarises_cycles(tmp_path: Path) -> None:
     assert "jobs with daemon-set values: 1 (site_factor=1)" in res.output
     assert "last cycle: #2" in res.output and "FAILED" in res.output
     assert "site_factor=1" in res.output and "slurmctld down" in res.output
+
+
+def test_a_subcommand_reads_the_config_given_before_it(tmp_path: Path) -> None:
+    """``daemon --config FILE revert`` once read /etc/slurmrl/daemon.toml: another daemon's state file."""
+    path = tmp_path / "site.toml"
+    path.write_text('policy = "sjf-oracle"\n')
+    runner = CliRunner()
+    for sub in ("check", "revert"):
+        res = runner.invoke(main, ["daemon", "--config", str(path), sub])
+        assert res.exit_code != 0 and "cannot be deployed" in res.output, res.output
+        same = runner.invoke(main, ["daemon", "--config", str(path), sub, "--config", str(path)])
+        assert "cannot be deployed" in same.output, same.output
+        other = runner.invoke(main, ["daemon", "--config", str(path), sub, "--config", str(tmp_path / "b.toml")])
+        assert other.exit_code == 2 and "give one" in other.output
+
+
+@pytest.mark.parametrize("flag", ["--dry-run", "--once"])
+def test_loop_flags_before_a_subcommand_are_refused(tmp_path: Path, flag: str) -> None:
+    """``daemon --dry-run revert`` would give everything back while looking like a dry run."""
+    path = tmp_path / "site.toml"
+    path.write_text('policy = "fifo"\n')
+    res = CliRunner().invoke(main, ["daemon", flag, "--config", str(path), "revert"])
+    assert res.exit_code == 2 and "takes neither" in res.output
