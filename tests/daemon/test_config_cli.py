@@ -193,7 +193,9 @@ def test_a_subcommand_reads_the_config_given_before_it(tmp_path: Path) -> None:
         assert res.exit_code != 0 and "cannot be deployed" in res.output, res.output
         same = runner.invoke(main, ["daemon", "--config", str(path), sub, "--config", str(path)])
         assert "cannot be deployed" in same.output, same.output
-        other = runner.invoke(main, ["daemon", "--config", str(path), sub, "--config", str(tmp_path / "b.toml")])
+        other = runner.invoke(
+            main, ["daemon", "--config", str(path), sub, "--config", str(tmp_path / "b.toml")]
+        )
         assert other.exit_code == 2 and "give one" in other.output
 
 
