@@ -92,7 +92,9 @@ def find_run_dirs(inputs: Sequence[Path]) -> list[Path]:
     for raw in inputs:
         root = Path(raw)
         if not root.is_dir():
-            missing.append(str(root))
+            missing.append(
+                f"{root} ({'a file: pass the folder that holds it' if root.exists() else 'does not exist'})"
+            )
             continue
         level = [root]
         for _ in range(MAX_DEPTH + 1):
@@ -105,7 +107,7 @@ def find_run_dirs(inputs: Sequence[Path]) -> list[Path]:
             level = nxt
     if missing:
         raise SlurmrlError(
-            "result folder does not exist: " + ", ".join(missing),
+            "not a result folder: " + ", ".join(missing),
             hint="pass folders written by `slurmrl simulate --out` or `slurmrl compare --out`",
         )
     if not found:

@@ -152,8 +152,11 @@ def test_error_no_results_names_paths(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(SlurmrlError, match="no simulation results found in .*empty"):
         render_report([tmp_path / "empty"], tmp_path / "out")
-    with pytest.raises(SlurmrlError, match="does not exist: .*nowhere"):
+    with pytest.raises(SlurmrlError, match=r"not a result folder: .*nowhere \(does not exist\)"):
         render_report([tmp_path / "nowhere"], tmp_path / "out")
+    (tmp_path / "jobs.csv").write_text("")
+    with pytest.raises(SlurmrlError, match=r"jobs.csv \(a file: pass the folder that holds it\)"):
+        render_report([tmp_path / "jobs.csv"], tmp_path / "out")
 
 
 def test_error_missing_or_bad_summary_names_file(tmp_path: Path) -> None:
