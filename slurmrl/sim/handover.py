@@ -78,7 +78,7 @@ class WarmStarts:
     """
 
     def __init__(self, size: int = 2) -> None:
-        self.size = size
+        self.size = size  # warm-ups kept (0: every replay plays its own)
         self._kept: OrderedDict[tuple[object, ...], tuple[weakref.ref[object], HandedOver]] = OrderedDict()
         self.played = 0  # warm-ups replayed (the rest were forks)
 
@@ -97,13 +97,19 @@ class WarmStarts:
         if hit is None or hit[0]() is not workload:
             hit = (weakref.ref(workload), play_warm_up(sim(), warm_policy(warm_name), at, preemptive))
             self.played += 1
-            self._kept[key] = hit
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
+        self._kept[key] = hit
         self._kept.move_to_end(key)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
         kept = hit[1]
+        if key not in self._kept:  # nothing kept (size 0): the replay is the caller's own
+            return kept
         twin, view = kept.sim.fork(kept.view)
         return HandedOver(twin, view, kept.warm_wall)
+
+    def clear(self) -> None:
+        """Forget every kept warm-up."""
+        self._kept.clear()
 
 
 WARM_STARTS = WarmStarts()

@@ -9,7 +9,7 @@ import pytest
 from slurmrl.policy import make_policy
 from slurmrl.policy.view import ClusterView, Decisions
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, run_policy, sim_config
-from slurmrl.sim.handover import WARM_STARTS, measured, warm_decisions, warm_policy
+from slurmrl.sim.handover import WARM_STARTS, WarmStarts, measured, warm_decisions, warm_policy
 from slurmrl.sim.simulator import Simulator
 
 
@@ -69,3 +69,17 @@ def test_another_workload_object_plays_its_own_warm_up(small: Workload) -> None:
     run_policy(twin, "fifo")
     run_policy(twin, "fifo")
     assert WARM_STARTS.played == played + 1
+
+
+def test_keeping_no_warm_up_plays_one_per_replay(small: Workload) -> None:
+    starts = WarmStarts(size=0)
+    config = sim_config(SimSettings(), small.seed)
+
+    def build() -> Simulator:
+        return Simulator(small.trace, small.cluster, config=config)
+
+    first = starts.take(small, config, small.warm_policy, small.handover, False, build)
+    second = starts.take(small, config, small.warm_policy, small.handover, False, build)
+    assert starts.played == 2 and first.sim is not second.sim
+    assert first.view is not None and second.view is not None and first.view.now == second.view.now
+    assert first.sim.finished_count == second.sim.finished_count
