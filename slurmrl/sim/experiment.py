@@ -250,9 +250,10 @@ def run_policy(
         settings = replace(settings, reference_gpu=workload.reference_gpu)
     config = sim_config(settings, workload.seed)
     preemptive = bool(getattr(policy_obj, "preemptive", False))
-    t0 = time.perf_counter()
     if workload.handover is None:
-        result = Simulator(workload.trace, workload.cluster, config=config).run(policy_obj, progress=progress)
+        sim = Simulator(workload.trace, workload.cluster, config=config)
+        t0 = time.perf_counter()
+        result = sim.run(policy_obj, progress=progress)
         wall = time.perf_counter() - t0
         records, samples = result.records, result.samples
     else:
