@@ -259,11 +259,12 @@ def run_policy(
     else:
         from slurmrl.sim.handover import WARM_STARTS, measured, warm_policy
 
-        preemptive = preemptive or bool(getattr(warm_policy(workload.warm_policy), "preemptive", False))
+        warm = warm_policy(workload.warm_policy)
+        preemptive = preemptive or bool(getattr(warm, "preemptive", False))
         start = WARM_STARTS.take(
             workload,
             config,
-            workload.warm_policy,
+            warm,
             workload.handover,
             preemptive,
             lambda: Simulator(workload.trace, workload.cluster, config=config),

@@ -86,16 +86,17 @@ class WarmStarts:
         self,
         workload: object,
         config: object,
-        warm_name: str,
+        warm: Policy,
         at: float,
         preemptive: bool,
         sim: Callable[[], Simulator],
     ) -> HandedOver:
-        """A fork of ``workload``'s warm-up under ``config``; ``sim`` builds the simulator when none is kept."""
-        key = (id(workload), config, warm_name, at, preemptive)
+        """A fork of ``workload``'s warm-up under ``config`` by ``warm`` (a fresh heuristic, used only
+        if the warm-up is played here); ``sim`` builds the simulator then."""
+        key = (id(workload), config, warm.name, at, preemptive)
         hit = self._kept.get(key)
         if hit is None or hit[0]() is not workload:
-            hit = (weakref.ref(workload), play_warm_up(sim(), warm_policy(warm_name), at, preemptive))
+            hit = (weakref.ref(workload), play_warm_up(sim(), warm, at, preemptive))
             self.played += 1
         self._kept[key] = hit
         self._kept.move_to_end(key)

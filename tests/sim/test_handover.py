@@ -78,8 +78,8 @@ def test_keeping_no_warm_up_plays_one_per_replay(small: Workload) -> None:
     def build() -> Simulator:
         return Simulator(small.trace, small.cluster, config=config)
 
-    first = starts.take(small, config, small.warm_policy, small.handover, False, build)
-    second = starts.take(small, config, small.warm_policy, small.handover, False, build)
+    first = starts.take(small, config, warm_policy(small.warm_policy), small.handover, False, build)
+    second = starts.take(small, config, warm_policy(small.warm_policy), small.handover, False, build)
     assert starts.played == 2 and first.sim is not second.sim
     assert first.view is not None and second.view is not None and first.view.now == second.view.now
     assert first.sim.finished_count == second.sim.finished_count
