@@ -166,11 +166,18 @@ class TimeMap:
         return avail
 
     def start(self, mask: np.ndarray, end: float) -> None:
-        """GPUs given to a job that starts now, busy until ``end``."""
+        """GPUs given to a job that starts now, busy until ``end``.
+
+        They were free, so counted as released from the first candidate time
+        on; now they count only from ``end`` (never, beyond the window).
+        """
         end = self.round_up(end)
         self.release[mask] = end
         self._add_time(end)
-        self.released = self._released_at(self.times)
+        stop = int(self.times.searchsorted(end))
+        taken = mask.sum(axis=1)
+        for node in taken.nonzero()[0].tolist():
+            self.released[:stop, node] -= taken[node]
 
     def reserve(self, nodes: tuple[int, ...], start: float, end: float) -> None:
         """Withhold ``nodes`` from ``start`` to ``end`` for a job that cannot start now."""
@@ -551,6 +558,7 @@ class _Queue:
     """
 
     _CHUNK = 64
+    _SCALAR = 4  # jobs tested one by one before the array test takes over
 
     def __init__(
         self,
@@ -564,6 +572,7 @@ class _Queue:
         self._rest = rest
         self._now, self._nodes, self._cache = now, nodes, cache
         self._rows = np.zeros((0, 4))
+        self._tuples: list[tuple[int, int, float, bool]] = []  # the same rows, for the scalar test
         self._load(first)
 
     def _load(self, jobs: list[JobView]) -> None:
@@ -579,6 +588,7 @@ class _Queue:
                 )
             rows.append(row[1])
         self.jobs.extend(jobs)
+        self._tuples.extend(rows)
         self._rows = np.concatenate([self._rows, np.array(rows, dtype=float).reshape(-1, 4)])
 
     def reach(
@@ -607,24 +617,60 @@ class _Queue:
     def next_fit(self, i: int, free_count: np.ndarray, first_reserved: np.ndarray, stop: int) -> int:
         """The first position from ``i`` on, before ``stop``, whose job could still start now;
         -1 if none."""
+        counts: list[int] | None = None
         while i < stop:
-            if i < len(self.jobs):
-                rows = self._rows[i:stop]
-                usable = np.where(first_reserved[None, :] >= self._now + rows[:, 2:3], free_count[None, :], 0)
-                top = np.cumsum(-np.sort(-usable, axis=1), axis=1)  # [job, k-1]: GPUs on the k best nodes
-                spans = rows[:, 1].astype(np.int64)
-                fits = (rows[:, 0] <= top[np.arange(len(rows)), np.maximum(spans, 1) - 1]) | (rows[:, 3] > 0)
-                hits = np.flatnonzero(fits)
-                if hits.size:
-                    return i + int(hits[0])
-                i = min(stop, len(self.jobs))
-                if i >= stop:
+            if i >= len(self.jobs):
+                more = list(islice(self._rest, self._CHUNK))
+                if not more:
                     break
-            more = list(islice(self._rest, self._CHUNK))
-            if not more:
-                break
-            self._load(more)
+                self._load(more)
+                continue
+            if counts is None:
+                # The job found is nearly always among the first few: those are
+                # tested on plain numbers, the rest as one array.
+                counts, reserved = free_count.tolist(), first_reserved.tolist()
+                end = min(i + self._SCALAR, stop, len(self.jobs))
+                for j in range(i, end):
+                    if _could_start(self._tuples[j], self._now, counts, reserved):
+                        return j
+                i = end
+                continue
+            hits = np.flatnonzero(_could_start_all(self._rows[i:stop], self._now, free_count, first_reserved))
+            if hits.size:
+                return i + int(hits[0])
+            i = min(stop, len(self.jobs))
         return -1
+
+
+def _could_start_all(
+    rows: np.ndarray, now: float, free_count: np.ndarray, first_reserved: np.ndarray
+) -> np.ndarray:
+    """Per row (GPUs, span, limit, typed): whether the job could start now.
+
+    A node counts for a job if no reservation claims it before the job's
+    time limit would run out; the job could start if its ``span`` best such
+    nodes hold its GPUs. Jobs bound to a GPU type or node list always could.
+    """
+    usable = np.where(first_reserved[None, :] >= now + rows[:, 2:3], free_count[None, :], 0)
+    top = np.cumsum(-np.sort(-usable, axis=1), axis=1)  # [job, k-1]: GPUs on the k best nodes
+    spans = rows[:, 1].astype(np.int64)
+    return (rows[:, 0] <= top[np.arange(len(rows)), np.maximum(spans, 1) - 1]) | (rows[:, 3] > 0)
+
+
+def _could_start(
+    row: tuple[int, int, float, bool], now: float, counts: list[int], reserved: list[float]
+) -> bool:
+    """:func:`_could_start_all` for one row, on plain lists: cheaper for the first few jobs."""
+    gpus, span, limit, typed = row
+    if typed:
+        return True
+    until = now + limit
+    usable = [c for c, r in zip(counts, reserved, strict=True) if c and r >= until]
+    if span <= 1:
+        return gpus <= max(usable, default=0)
+    if span >= len(usable):
+        return gpus <= sum(usable)
+    return gpus <= sum(sorted(usable, reverse=True)[:span])
 
 
 def _node_rows(nodes: frozenset[int], like: np.ndarray) -> np.ndarray:
@@ -659,6 +705,8 @@ def _could_fit(counts: np.ndarray, gpus: int, k: int | None, in_order: bool) -> 
         return counts.sum(axis=1) >= gpus
     if k <= 0:
         return np.zeros(counts.shape[0], dtype=bool)
+    if k == 1:
+        return counts.max(axis=1) >= gpus
     if in_order and k > 1:
         busy = counts > 0
         first_k = busy & (np.cumsum(busy, axis=1) <= k)

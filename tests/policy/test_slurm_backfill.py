@@ -14,7 +14,7 @@ from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.multifactor import make_slurm
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.slurm_backfill import NodeSpace, SlurmBackfill
+from slurmrl.policy.slurm_backfill import NodeSpace, SlurmBackfill, TimeMap, _could_start, _could_start_all
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.slurm.scheduler_conf import SchedulerSettings
 from tests.policy.busy import draw_running, make_cluster
@@ -245,6 +245,62 @@ def test_slurm_itself_withholds_a_node_list_and_goes_on() -> None:
         live_slurm.wait_for(lambda: reason(behind) == "Priority", 30, "the second to wait on the partition")
     finally:
         live_slurm.cancel(ids)
+
+
+# --------------------------------------------------------------------------- shortcuts
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 8), min_size=1, max_size=12),
+    levels=st.lists(st.sampled_from([50.0, 200.0, 1000.0, math.inf]), min_size=12, max_size=12),
+    rows=st.lists(
+        st.tuples(
+            st.integers(1, 40),
+            st.integers(1, 14),
+            st.sampled_from([30.0, 100.0, 500.0, 5000.0]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_one_job_fit_test_matches_the_array_one(
+    counts: list[int], levels: list[float], rows: list[tuple[int, int, float, bool]]
+) -> None:
+    """The queue tests its first jobs on plain lists and the rest as arrays: same verdicts."""
+    reserved = levels[: len(counts)]
+    rows = [(g, min(span, len(counts)), limit, typed) for g, span, limit, typed in rows]
+    table = np.array(rows, dtype=float)
+    expected = _could_start_all(table, 10.0, np.array(counts, dtype=np.int32), np.array(reserved)).tolist()
+    assert [_could_start(row, 10.0, counts, reserved) for row in rows] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    nodes=st.integers(1, 4),
+    horizon=st.sampled_from([150.0, 400.0, 1e6]),
+)
+def test_starting_jobs_on_the_time_map_matches_counting_again(
+    data: st.DataObject, nodes: int, horizon: float
+) -> None:
+    """A start updates the released-GPU table in place; counting every release again agrees."""
+    ends = st.sampled_from([100.0, 100.0, 160.0, 300.0, 900.0, math.inf])
+    release = np.array([[data.draw(ends) for _ in range(4)] for _ in range(nodes)])
+    release[release == 100.0] = 0.0  # free now
+    tmap = TimeMap(release, 0.0, horizon, 10.0)
+    for _ in range(data.draw(st.integers(1, 4))):
+        free = np.argwhere(tmap.release <= 0.0)
+        if not len(free):
+            break
+        picked = data.draw(
+            st.lists(st.sampled_from([tuple(x) for x in free.tolist()]), min_size=1, unique=True)
+        )
+        mask = np.zeros_like(release, dtype=bool)
+        mask[tuple(np.array(picked).T)] = True
+        tmap.start(mask, data.draw(st.sampled_from([5.0, 100.0, 155.0, 300.0, 2e6])))
+        assert tmap.released.tolist() == tmap._released_at(tmap.times).tolist()
 
 
 # --------------------------------------------------------------------------- against a brute-force pass
