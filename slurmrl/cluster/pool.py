@@ -41,6 +41,19 @@ class GpuPool:
         self.total_free = int(cluster.total_gpus)
         self.partial_free = 0  # free GPUs on nodes that are partly busy (see fragmentation)
 
+    @classmethod
+    def of_free(cls, cluster: Cluster, free: np.ndarray) -> GpuPool:
+        """A pool whose free GPUs are those ``free`` marks (the array is taken, not copied).
+
+        What-if pools for a later time (backfill's candidate start times)
+        are built this way, without copying a pool and masking it.
+        """
+        pool = cls.__new__(cls)
+        pool.cluster = cluster
+        pool.free = free
+        pool._recount()
+        return pool
+
     def copy(self) -> GpuPool:
         """A scratch copy for a scheduling pass that tries placements."""
         return GpuPool(self.cluster, _copy_from=self)

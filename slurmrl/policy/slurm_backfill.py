@@ -540,10 +540,7 @@ class SlurmBackfill(EasyBackfill):
         """The placement's choice among the GPUs ``avail`` marks."""
         if np.array_equal(avail, pool.free):
             return self.placement.place(job, pool, view)
-        scratch = pool.copy()
-        scratch.free[...] = avail
-        scratch.withhold(~avail)  # recounts the free GPUs per node and rack
-        return self.placement.place(job, scratch, view)
+        return self.placement.place(job, GpuPool.of_free(pool.cluster, avail), view)
 
 
 class _Queue:
