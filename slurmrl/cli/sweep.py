@@ -75,7 +75,7 @@ def grid_from(table: Mapping[str, Any]) -> Grid:
     if isinstance(first, bool) or not isinstance(first, int):
         raise ConfigError(f"seed must be a whole number, got {first!r}", column="seed")
     options = {key: as_values(value) for key, value in table.items() if key not in AXES}
-    return Grid(
+    grid = Grid(
         policies=tuple(pairs),
         scenarios=tuple(map(str, as_list(table.get("scenarios")))),
         traces=tuple(map(str, as_list(table.get("traces")))),
@@ -83,6 +83,30 @@ def grid_from(table: Mapping[str, Any]) -> Grid:
         seeds=seeds_of(table.get("seeds", 1), first),
         options=option_axes(options),
     )
+    _check_workloads(grid)
+    return grid
+
+
+def _check_workloads(grid: Grid) -> None:
+    """Fail on an unknown scenario, a missing trace file or an unusable cluster spec before any cell runs.
+
+    Otherwise every cell of such a workload would start, fail alike and
+    leave a results table of failures behind. A cluster read from a live
+    Slurm controller is left to the cells, which read it where they run.
+    """
+    from slurmrl.cluster import load_cluster
+    from slurmrl.scenarios import get_scenario
+    from slurmrl.traces.load import EMBEDDED_PREFIX
+
+    for name in grid.scenarios:
+        get_scenario(name)
+    for trace in grid.traces:
+        path = Path(trace).expanduser()
+        if not trace.startswith(EMBEDDED_PREFIX) and not path.is_file():
+            raise SlurmrlError(f"{trace}: trace file not found", hint="check the path")
+    for spec in grid.clusters:
+        if spec is not None and spec.strip() != "slurm" and not spec.strip().startswith("slurm:"):
+            load_cluster(spec)
 
 
 def _table(ctx: click.Context, config: Path | None, vary: tuple[str, ...], params: dict[str, Any]) -> dict:

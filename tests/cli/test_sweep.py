@@ -91,6 +91,30 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenario", "philly-sampel", "--policies", "fifo"], "unknown scenario 'philly-sampel'"),
+        (
+            ["--trace", "no/such.csv", "--cluster", "2x4x8", "--policies", "fifo"],
+            "no/such.csv: trace file not found",
+        ),
+        (
+            ["--trace", "embedded:philly-sample", "--cluster", "2x4x8:nosuchgpu", "--policies", "fifo"],
+            "nosuchgpu",
+        ),
+    ],
+)
+def test_an_unusable_workload_fails_before_any_cell_runs(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = tmp_path / "x"
+    result = _invoke(*args, "--no-progress", "--out", str(out))
+    assert isinstance(result.exception, SystemExit) and result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
 def test_bad_sweep_file_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[options]\nlimit = 'many'\n")
