@@ -35,6 +35,11 @@ def placement_entry(name: str) -> Entry:
 
 def policy_entry(name: str) -> Entry:
     if name not in POLICIES:
+        if "/" in name:  # meant as a checkpoint folder, which would have been found
+            raise PolicyError(
+                f"no checkpoint folder {name} (and no policy of that name)",
+                hint="a checkpoint is a folder holding config.json; check the path",
+            )
         raise _unknown("policy", name, POLICIES)
     return POLICIES[name]
 

@@ -174,6 +174,7 @@ def test_simulate_takes_a_placement_after_the_policy_as_compare_does() -> None:
         (["simulate", "--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
         (["simulate", "--scenario", "philly-512"], "unknown scenario"),
         (["compare", "--policies", "fifo,nosuch"], "unknown policy"),
+        (["simulate", "--policy", "policies/no-such-run"], "no checkpoint folder policies/no-such-run"),
     ],
 )
 def test_user_errors_are_one_line(args: list[str], message: str) -> None:
