@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -104,6 +104,10 @@ class PPOConfig:
     @property
     def num_updates(self) -> int:
         return max(1, self.total_steps // self.batch_size)
+
+
+# A separate value network and its optimiser (PPOConfig.separate_critic).
+Critic = tuple[TopDRLNet, torch.optim.Optimizer]
 
 
 @dataclass(frozen=True)
@@ -489,7 +493,7 @@ def ppo_update(
     cfg: PPOConfig,
     *,
     shuffle_seed: int = 0,
-    critic: tuple[TopDRLNet, torch.optim.Optimizer] | None = None,
+    critic: Critic | None = None,
 ) -> UpdateStats:
     """Clipped-objective epochs over shuffled minibatches (Schulman et al., 2017).
 
@@ -557,6 +561,17 @@ def _round(x: float, digits: int) -> float | str:
     return "" if math.isnan(x) else round(x, digits)
 
 
+@dataclass
+class _Standing:
+    """Where a run stands between updates: what its state file carries over a resume."""
+
+    update: int = 0
+    steps: int = 0
+    wall: float = 0.0  # seconds of earlier segments
+    cpu: float = 0.0
+    best_val: float = math.inf  # the best validation avg JCT so far
+
+
 def train(
     cfg: PPOConfig,
     out: Path,
@@ -568,18 +583,7 @@ def train(
 ) -> TrainResult:
     """Train (or continue training) into ``out``; returns where the run ended."""
     out = Path(out)
-    run_file = out / RUN
-    if resume:
-        if not run_file.is_file():
-            raise ConfigError(f"cannot resume: {out} holds no {RUN}", hint="start a new run without --resume")
-        saved = json.loads(run_file.read_text())
-        stored = dict(saved["ppo"], env_overrides=_overrides_from_json(saved["ppo"]["env_overrides"]))
-        cfg = replace(PPOConfig(**stored), total_steps=max(cfg.total_steps, stored["total_steps"]))
-    elif run_file.is_file():
-        raise ConfigError(
-            f"{out} already holds a training run",
-            hint="pass --resume to continue it, or pick another --out folder",
-        )
+    cfg = _run_config(cfg, out, resume)
     env_cfg = env_config(cfg.env, **cfg.env_overrides)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
@@ -590,143 +594,205 @@ def train(
         zero_logit_heads(net)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
     critic = _critic(cfg, env_cfg)
-    start_update, steps_done, wall_before, cpu_before = 0, 0, 0.0, 0.0
-    best_val = math.inf
     if resume:
-        _, loaded = load_checkpoint(out)
-        net.load_state_dict(loaded.state_dict())
-        state = torch.load(out / STATE, weights_only=True)
-        opt.load_state_dict(state["optimizer"])
-        if critic is not None:
-            critic[0].load_state_dict(state["critic"])
-            critic[1].load_state_dict(state["critic_optimizer"])
-        best_val = float(state.get("best_val", math.inf))
-        start_update = int(state["update"])
-        steps_done = int(state["steps"])
-        wall_before = float(state["wall"])
-        cpu_before = float(state.get("cpu", 0.0))
+        standing = _resume(out, net, opt, critic)
     else:
-        record = {"ppo": asdict(cfg), "env": _env_dict(env_cfg)}
-        run_file.write_text(json.dumps(record, indent=2) + "\n")
+        standing = _Standing()
+        (out / RUN).write_text(json.dumps({"ppo": asdict(cfg), "env": _env_dict(env_cfg)}, indent=2) + "\n")
     eval_wl = (
         held_out_workload(env_cfg, workloads, cfg.eval_jobs, cfg.eval_compression) if cfg.eval_every else None
     )
     val_wl = validation_workload(cfg.validate, env_cfg.workload_seed)
-    if val_wl is not None and not resume:
-        best_val = _validate(out, net, env_cfg, val_wl, best_val, log)  # update 0: the lead itself
+    if val_wl is not None and not resume:  # update 0: the lead itself
+        standing.best_val = _validate(out, net, env_cfg, val_wl, standing, log)
 
     # Each resumed segment reseeds from (seed, update) so a resumed run is reproducible too.
-    obs, _ = envs.reset(seed=cfg.seed + 1000 * start_update)
+    obs, _ = envs.reset(seed=cfg.seed + 1000 * standing.update)
     next_obs = _to_torch(obs)
     running_return = np.zeros(cfg.num_envs)
     t0, c0 = time.perf_counter(), time.process_time()
     last_eval = math.nan
-    log_path = out / LOG
-    # A log started by an older version keeps its own columns; new ones are left out of it.
-    fields = list(LOG_FIELDS)
-    if log_path.is_file():
-        with log_path.open(newline="") as fh:
-            fields = next(csv.reader(fh), fields)
-    new_log = not log_path.is_file()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.num_updates, initial=start_update, desc="ppo", unit="update")
-    with log_path.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
-        if new_log:
-            writer.writeheader()
-        update = start_update
-        for update in range(start_update + 1, cfg.num_updates + 1):
-            if cfg.anneal_lr:
-                frac = 1.0 - (update - 1) / cfg.num_updates
-                for o in [opt] + ([critic[1]] if critic else []):
-                    o.param_groups[0]["lr"] = frac * cfg.learning_rate
+    bar = _progress_bar(cfg, standing.update) if progress else None
+    first = standing.update + 1
+    with _TrainLog(out / LOG) as train_log:
+        for update in range(first, cfg.num_updates + 1):
+            _anneal(cfg, update, opt, critic)
             critic_net = critic[0] if critic else None
             rollout = collect_rollout(net, envs, next_obs, running_return, cfg.num_steps, critic_net)
             next_obs, running_return = rollout.next_obs, rollout.running_return
-            with torch.no_grad():
-                _, last_value = _policy_out(net, next_obs, critic_net)
-            adv, returns = compute_advantages(
-                rollout.rewards,
-                rollout.values,
-                rollout.terminated,
-                last_value,
-                cfg.gamma,
-                cfg.gae_lambda,
-                truncated=rollout.truncated,
-                final_values=rollout.final_values,
-            )
-            stats = ppo_update(
-                net,
-                opt,
-                make_batch(rollout, adv, returns),
-                cfg,
-                shuffle_seed=cfg.seed + update,
-                critic=critic,
-            )
-            steps_done += cfg.batch_size
+            stats = _learn(net, opt, critic, rollout, cfg, update)
+            standing.update, standing.steps = update, standing.steps + cfg.batch_size
+            last = update == cfg.num_updates
             eval_jct = math.nan
-            if eval_wl is not None and (update % cfg.eval_every == 0 or update == cfg.num_updates):
+            if eval_wl is not None and (update % cfg.eval_every == 0 or last):
                 eval_jct = last_eval = evaluate_net(net, env_cfg, eval_wl)
             val_jct = math.nan
-            stop = bool(cfg.wall_limit_s) and wall_before + time.perf_counter() - t0 >= cfg.wall_limit_s
-            if val_wl is not None and (update % cfg.validate_every == 0 or update == cfg.num_updates or stop):
+            stop = bool(cfg.wall_limit_s) and standing.wall + time.perf_counter() - t0 >= cfg.wall_limit_s
+            if val_wl is not None and (update % cfg.validate_every == 0 or last or stop):
                 val_jct = evaluate_net(net, env_cfg, val_wl)
-                if val_jct < best_val:
-                    best_val = val_jct
-                    save_checkpoint(
-                        out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
-                    )
-                if log is not None:
-                    log(f"update {update}: validation avg JCT {val_jct:.0f} s (best {best_val:.0f} s)")
-            wall = wall_before + time.perf_counter() - t0
-            cpu = cpu_before + time.process_time() - c0
-            ep_returns, ep_jcts = rollout.episode_returns, rollout.episode_jcts
-            writer.writerow(
-                {
-                    "update": update,
-                    "steps": steps_done,
-                    "wall_s": round(wall, 1),
-                    "cpu_s": round(cpu, 1),
-                    "episodes": len(ep_returns),
-                    "mean_return": round(float(np.mean(ep_returns)), 5) if ep_returns else "",
-                    "mean_episode_jct": round(float(np.mean(ep_jcts)), 1) if ep_jcts else "",
-                    "policy_loss": round(stats.policy_loss, 5),
-                    "value_loss": round(stats.value_loss, 5),
-                    "entropy": round(stats.entropy, 4),
-                    "approx_kl": round(stats.approx_kl, 5),
-                    "clip_fraction": round(stats.clip_fraction, 4),
-                    "explained_variance": _round(stats.explained_variance, 4),
-                    "epochs": stats.epochs,
-                    "eval_avg_jct": _round(eval_jct, 1),
-                    "val_avg_jct": _round(val_jct, 1),
-                }
-            )
-            fh.flush()
+                standing.best_val = _keep_best(out, net, env_cfg, val_jct, standing, log)
+            times = (standing.wall + time.perf_counter() - t0, standing.cpu + time.process_time() - c0)
+            train_log.write(standing, times, rollout, stats, eval_jct, val_jct)
             if log is not None and not math.isnan(eval_jct):
                 log(f"update {update}: eval avg JCT {eval_jct:.0f} s")
-            if update % cfg.checkpoint_every == 0 or update == cfg.num_updates:
-                _save(out, net, env_cfg, (opt, critic, best_val), update, steps_done, (wall, cpu), cfg)
-            if cfg.wall_limit_s and wall >= cfg.wall_limit_s and update < cfg.num_updates:
-                _save(out, net, env_cfg, (opt, critic, best_val), update, steps_done, (wall, cpu), cfg)
+            out_of_time = bool(cfg.wall_limit_s) and times[0] >= cfg.wall_limit_s and not last
+            if update % cfg.checkpoint_every == 0 or last or out_of_time:
+                _save(out, net, env_cfg, (opt, critic, standing.best_val), update, standing.steps, times, cfg)
+            if out_of_time:
                 break
             if bar is not None:
-                bar.update(1)
-                postfix = {"kl": f"{stats.approx_kl:.3f}", "clip": f"{stats.clip_fraction:.2f}"}
-                if not math.isnan(last_eval):
-                    postfix["eval_jct"] = f"{last_eval:.0f}"
-                bar.set_postfix(postfix)
+                _show(bar, stats, last_eval)
     if bar is not None:
         bar.close()
     envs.close()
-    wall = wall_before + time.perf_counter() - t0
-    cpu = cpu_before + time.process_time() - c0
-    return TrainResult(out, update, steps_done, wall, last_eval, cpu)
+    wall = standing.wall + time.perf_counter() - t0
+    cpu = standing.cpu + time.process_time() - c0
+    return TrainResult(out, standing.update, standing.steps, wall, last_eval, cpu)
 
 
-def _critic(cfg: PPOConfig, env_cfg: EnvConfig) -> tuple[TopDRLNet, torch.optim.Optimizer] | None:
+def _run_config(cfg: PPOConfig, out: Path, resume: bool) -> PPOConfig:
+    """The config to train with: the saved run's when resuming (with more steps if asked)."""
+    run_file = out / RUN
+    if resume:
+        if not run_file.is_file():
+            raise ConfigError(f"cannot resume: {out} holds no {RUN}", hint="start a new run without --resume")
+        saved = json.loads(run_file.read_text())
+        stored = dict(saved["ppo"], env_overrides=_overrides_from_json(saved["ppo"]["env_overrides"]))
+        return replace(PPOConfig(**stored), total_steps=max(cfg.total_steps, stored["total_steps"]))
+    if run_file.is_file():
+        raise ConfigError(
+            f"{out} already holds a training run",
+            hint="pass --resume to continue it, or pick another --out folder",
+        )
+    return cfg
+
+
+def _resume(out: Path, net: TopDRLNet, opt: torch.optim.Optimizer, critic: Critic | None) -> _Standing:
+    """Load the last checkpoint's weights and optimiser state; where the run stood then."""
+    _, loaded = load_checkpoint(out)
+    net.load_state_dict(loaded.state_dict())
+    state = torch.load(out / STATE, weights_only=True)
+    opt.load_state_dict(state["optimizer"])
+    if critic is not None:
+        critic[0].load_state_dict(state["critic"])
+        critic[1].load_state_dict(state["critic_optimizer"])
+    return _Standing(
+        update=int(state["update"]),
+        steps=int(state["steps"]),
+        wall=float(state["wall"]),
+        cpu=float(state.get("cpu", 0.0)),
+        best_val=float(state.get("best_val", math.inf)),
+    )
+
+
+def _anneal(cfg: PPOConfig, update: int, opt: torch.optim.Optimizer, critic: Critic | None) -> None:
+    """Linear learning-rate decay to zero over the run, for the actor and the critic alike."""
+    if not cfg.anneal_lr:
+        return
+    frac = 1.0 - (update - 1) / cfg.num_updates
+    for o in [opt] + ([critic[1]] if critic else []):
+        o.param_groups[0]["lr"] = frac * cfg.learning_rate
+
+
+def _learn(
+    net: TopDRLNet,
+    opt: torch.optim.Optimizer,
+    critic: Critic | None,
+    rollout: Rollout,
+    cfg: PPOConfig,
+    update: int,
+) -> UpdateStats:
+    """Advantages of one rollout (bootstrapped from its last observation), then the PPO epochs on it."""
+    with torch.no_grad():
+        _, last_value = _policy_out(net, rollout.next_obs, critic[0] if critic else None)
+    adv, returns = compute_advantages(
+        rollout.rewards,
+        rollout.values,
+        rollout.terminated,
+        last_value,
+        cfg.gamma,
+        cfg.gae_lambda,
+        truncated=rollout.truncated,
+        final_values=rollout.final_values,
+    )
+    return ppo_update(
+        net, opt, make_batch(rollout, adv, returns), cfg, shuffle_seed=cfg.seed + update, critic=critic
+    )
+
+
+class _TrainLog:
+    """``log.csv``, one row per update, appended to across resumed segments.
+
+    A log started by an older version keeps its own columns; new ones are
+    left out of it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fields = list(LOG_FIELDS)
+        self.new = not path.is_file()
+        if not self.new:
+            with path.open(newline="") as fh:
+                self.fields = next(csv.reader(fh), self.fields)
+
+    def __enter__(self) -> _TrainLog:
+        self._fh = self.path.open("a", newline="")
+        self._writer = csv.DictWriter(self._fh, fieldnames=self.fields, extrasaction="ignore")
+        if self.new:
+            self._writer.writeheader()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()
+
+    def write(
+        self,
+        standing: _Standing,
+        times: tuple[float, float],
+        rollout: Rollout,
+        stats: UpdateStats,
+        eval_jct: float,
+        val_jct: float,
+    ) -> None:
+        ep_returns, ep_jcts = rollout.episode_returns, rollout.episode_jcts
+        self._writer.writerow(
+            {
+                "update": standing.update,
+                "steps": standing.steps,
+                "wall_s": round(times[0], 1),
+                "cpu_s": round(times[1], 1),
+                "episodes": len(ep_returns),
+                "mean_return": round(float(np.mean(ep_returns)), 5) if ep_returns else "",
+                "mean_episode_jct": round(float(np.mean(ep_jcts)), 1) if ep_jcts else "",
+                "policy_loss": round(stats.policy_loss, 5),
+                "value_loss": round(stats.value_loss, 5),
+                "entropy": round(stats.entropy, 4),
+                "approx_kl": round(stats.approx_kl, 5),
+                "clip_fraction": round(stats.clip_fraction, 4),
+                "explained_variance": _round(stats.explained_variance, 4),
+                "epochs": stats.epochs,
+                "eval_avg_jct": _round(eval_jct, 1),
+                "val_avg_jct": _round(val_jct, 1),
+            }
+        )
+        self._fh.flush()
+
+
+def _progress_bar(cfg: PPOConfig, done: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=cfg.num_updates, initial=done, desc="ppo", unit="update")
+
+
+def _show(bar: Any, stats: UpdateStats, last_eval: float) -> None:
+    bar.update(1)
+    postfix = {"kl": f"{stats.approx_kl:.3f}", "clip": f"{stats.clip_fraction:.2f}"}
+    if not math.isnan(last_eval):
+        postfix["eval_jct"] = f"{last_eval:.0f}"
+    bar.set_postfix(postfix)
+
+
+def _critic(cfg: PPOConfig, env_cfg: EnvConfig) -> Critic | None:
     """The separate critic and its optimiser, when the config asks for one."""
     if not cfg.separate_critic:
         return None
@@ -739,16 +805,29 @@ def _validate(
     net: TopDRLNet,
     env_cfg: EnvConfig,
     workload: Workload,
-    best: float,
+    standing: _Standing,
     log: Callable[[str], None] | None,
 ) -> float:
-    """Replay the validation window now; keep these weights in ``out/best`` if they beat ``best``."""
-    jct = evaluate_net(net, env_cfg, workload)
+    """Replay the validation window now; the best avg JCT so far (see :func:`_keep_best`)."""
+    return _keep_best(out, net, env_cfg, evaluate_net(net, env_cfg, workload), standing, log)
+
+
+def _keep_best(
+    out: Path,
+    net: TopDRLNet,
+    env_cfg: EnvConfig,
+    jct: float,
+    standing: _Standing,
+    log: Callable[[str], None] | None,
+) -> float:
+    """Keep these weights in ``out/best`` if their validation ``jct`` beats the best so far; the new best."""
+    best = standing.best_val
     if jct < best:
         save_checkpoint(out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead)
+    best = min(jct, best)
     if log is not None:
-        log(f"validation avg JCT {jct:.0f} s")
-    return min(jct, best)
+        log(f"update {standing.update}: validation avg JCT {jct:.0f} s (best {best:.0f} s)")
+    return best
 
 
 def _overrides_from_json(data: dict[str, object]) -> dict[str, object]:
@@ -772,7 +851,7 @@ def _save(
     out: Path,
     net: TopDRLNet,
     env_cfg: EnvConfig,
-    optimisers: tuple[torch.optim.Optimizer, tuple[TopDRLNet, torch.optim.Optimizer] | None, float],
+    optimisers: tuple[torch.optim.Optimizer, Critic | None, float],
     update: int,
     steps: int,
     times: tuple[float, float],
