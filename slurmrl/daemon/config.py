@@ -235,19 +235,21 @@ def parse_config(data: dict[str, Any], source: str = "<config>", base: Path | No
         problems.append("backoff_max: must not be smaller than backoff_initial")
     if "policy" in values:
         problems.extend(_policy_problems(values["policy"], values.get("placement") or None))
+    base = base or Path.cwd()
+    slurm = tables.get("slurm", {})
+    if slurm.get("conf"):
+        slurm["conf"] = _resolve(slurm["conf"], base)
+        if not Path(slurm["conf"]).is_file():
+            problems.append(f"[slurm].conf: no file {slurm['conf']} (leave it out for $SLURM_CONF)")
     if problems:
         raise ConfigError(
             f"{len(problems)} problem(s) in the daemon config:\n  " + "\n  ".join(problems),
             file=source,
             hint="see contrib/daemon.example.toml for every key with its meaning",
         )
-    base = base or Path.cwd()
     for key in ("state_file", "audit_log"):
         if values.get(key):
             values[key] = _resolve(values[key], base)
-    slurm = tables.get("slurm", {})
-    if slurm.get("conf"):
-        slurm["conf"] = _resolve(slurm["conf"], base)
     if "placement" in values and not values["placement"]:
         values["placement"] = None
     return DaemonConfig(

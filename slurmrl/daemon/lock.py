@@ -33,8 +33,14 @@ class StateLock:
         self._fd: int | None = None
 
     def acquire(self) -> StateLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise SlurmrlError(
+                f"cannot create the state file's lock {self.path}: {exc.strerror or exc}",
+                hint="set state_file in the daemon config to a path in a folder this user can write",
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -62,6 +62,10 @@ def test_defaults_types_and_relative_paths(tmp_path: Path) -> None:
         'policy = "fifo-backfill"\nplacement = "topology"\ninterval = 10\nstate_file = "s.json"\n'
         '[scope]\npartitions = ["gpu"]\n[slurm]\nconf = "etc/slurm.conf"\n'
     )
+    with pytest.raises(ConfigError, match=r"\[slurm\]\.conf: no file .*etc/slurm.conf"):
+        load_config(path)
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "slurm.conf").write_text("ClusterName=t\n")
     cfg = load_config(path)
     assert cfg.interval == 10.0 and isinstance(cfg.interval, float)
     assert cfg.state_file == str(tmp_path / "s.json")

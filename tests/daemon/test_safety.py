@@ -13,12 +13,12 @@ import pytest
 
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.factors import parse_sprio
-from slurmrl.daemon.lock import DaemonLocked
+from slurmrl.daemon.lock import DaemonLocked, StateLock
 from slurmrl.daemon.loop import Daemon
 from slurmrl.daemon.metrics import DaemonMetrics
 from slurmrl.daemon.notify import Notifier
 from slurmrl.daemon.record import Record
-from slurmrl.errors import PolicyError
+from slurmrl.errors import PolicyError, SlurmrlError
 from slurmrl.slurm.run import ControllerUnreachable, PermissionDenied, SlurmError
 
 FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slurm.running
@@ -168,6 +168,14 @@ def test_a_second_daemon_on_the_same_state_file_is_refused_naming_the_pid(tmp_pa
     make(tmp_path, fake, dry_run=True)  # a dry run writes nothing and takes no lock
     d.close()
     make(tmp_path, fake).close()
+
+
+def test_a_state_file_where_none_can_be_written_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "plain-file").write_text("")
+    with pytest.raises(
+        SlurmrlError, match="cannot create the state file's lock .*plain-file/state.json.lock"
+    ):
+        StateLock(tmp_path / "plain-file" / "state.json").acquire()
 
 
 def test_operator_only_skips_notes_once_and_keeps_ordering(tmp_path: Path) -> None:
