@@ -410,8 +410,10 @@ class SlurmBackfill(EasyBackfill):
             return []
         if len(self._rows) > 4 * len(view.pending) + 1024:
             self._rows.clear()
-        listed = (self._bound(job, view.cluster) for job in rest)
-        queue = _Queue([*passed, head], listed, now, len(pool.cluster.nodes), self._rows)
+        cluster = view.cluster
+        queue = _Queue(
+            [*passed, head], rest, now, len(cluster.nodes), self._rows, lambda j: self._bound(j, cluster)
+        )
         most = self.max_job_test
         unreserved = np.full(len(pool.cluster.nodes), math.inf)
         target = queue.next_fit(0, pool.free_count, unreserved, most)
@@ -564,9 +566,11 @@ class _Queue:
         now: float,
         nodes: int,
         cache: dict[str, tuple[JobView, tuple[int, int, float, bool]]],
+        bind: Callable[[JobView], JobView],
     ) -> None:
         self.jobs: list[JobView] = []
         self._rest = rest
+        self._bind = bind  # a job with its own node list, held to it (read from ``rest`` only)
         self._now, self._nodes, self._cache = now, nodes, cache
         self._rows = np.zeros((0, 4))
         self._tuples: list[tuple[int, int, float, bool]] = []  # the same rows, for the scalar test
@@ -617,7 +621,8 @@ class _Queue:
         counts: list[int] | None = None
         while i < stop:
             if i >= len(self.jobs):
-                more = list(islice(self._rest, self._CHUNK))
+                bind = self._bind
+                more = [bind(j) if j.required_nodes else j for j in islice(self._rest, self._CHUNK)]
                 if not more:
                     break
                 self._load(more)
