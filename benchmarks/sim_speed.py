@@ -30,6 +30,7 @@ Cases (targets in seconds of process wall, the issue's; compare's is for 2 cores
     fifo           46,070 shared Philly jobs on 8x8x8, --speed-model none --json      3
     sjf-oracle     the same                                                          4
     fifo-backfill  the same jobs under the default speed model, +topology            6
+    slurm          46,070 jobs as for fifo, stock Slurm's emulation (no target)       -
     tiresias       --scenario philly-4w-512 (default speed model)                    30
     compare        slurmrl compare --scenario philly-sample (the README's command)   20
 
@@ -89,6 +90,7 @@ def cases() -> tuple[Case, ...]:
         Case("fifo", (*sim, *on_512, *none, "--policy", "fifo"), 3.0),
         Case("sjf-oracle", (*sim, *on_512, *none, "--policy", "sjf-oracle"), 4.0),
         Case("fifo-backfill", (*sim, *on_512, "--policy", "fifo-backfill", "--placement", "topology"), 6.0),
+        Case("slurm", (*sim, *on_512, *none, "--policy", "slurm"), None),
         Case("tiresias", (*sim, "--scenario", "philly-4w-512", "--policy", "tiresias"), 30.0),
         Case("compare", ("compare", "--scenario", "philly-sample"), 20.0, ("--jobs", "1")),
     )
