@@ -136,6 +136,7 @@ class TimeMap:
         # window, with the GPUs released by then per node ([time, node]).
         self.times = np.array([now, *sorted(set(finite.tolist()))])
         self.released = self._released_at(self.times)
+        self._most: list[int] | None = None  # see most_released; None: to work out again
 
     def round_up(self, t: float) -> float:
         r = self.resolution
@@ -174,10 +175,22 @@ class TimeMap:
         end = self.round_up(end)
         self.release[mask] = end
         self._add_time(end)
+        self._most = None
         stop = int(self.times.searchsorted(end))
         taken = mask.sum(axis=1)
         for node in taken.nonzero()[0].tolist():
             self.released[:stop, node] -= taken[node]
+
+    def most_released(self, k: int | None) -> int:
+        """GPUs on the ``k`` nodes (every node: None) that hold the most once the window's releases are in.
+
+        No reservation is counted, so no start in the window can use more:
+        the counts only grow with time, and reservations only take nodes away.
+        """
+        if self._most is None:
+            self._most = np.cumsum(np.sort(self.released[-1])[::-1]).tolist()
+        n = len(self._most)
+        return self._most[n - 1 if k is None or k >= n else k - 1]
 
     def reserve(self, nodes: tuple[int, ...], start: float, end: float) -> None:
         """Withhold ``nodes`` from ``start`` to ``end`` for a job that cannot start now."""
@@ -519,6 +532,8 @@ class SlurmBackfill(EasyBackfill):
             return None
         eligible = _eligible(job, pool)
         k = job.max_nodes(view.now)
+        if eligible is None and (k is None or k > 0) and tmap.most_released(k) < job.gpus:
+            return None  # too few GPUs free up in the window even with no reservation in the way
         size = _FIRST_BATCH
         while lo < total:
             hi = min(total, lo + size)

@@ -303,6 +303,24 @@ def test_starting_jobs_on_the_time_map_matches_counting_again(
         assert tmap.released.tolist() == tmap._released_at(tmap.times).tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), nodes=st.integers(1, 5), k=st.sampled_from([None, 1, 2, 3, 7]))
+def test_most_released_bounds_every_start_time(data: st.DataObject, nodes: int, k: int | None) -> None:
+    """What a job may use at any candidate time, reservations or not, is within most_released."""
+    ends = st.sampled_from([0.0, 0.0, 160.0, 300.0, 900.0, math.inf])
+    release = np.array([[data.draw(ends) for _ in range(4)] for _ in range(nodes)])
+    tmap = TimeMap(release, 0.0, 600.0, 10.0)
+    for _ in range(data.draw(st.integers(0, 3))):
+        picked = data.draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=2, unique=True))
+        start = data.draw(st.sampled_from([0.0, 160.0, 300.0]))
+        tmap.reserve(tuple(picked), start, start + data.draw(st.sampled_from([50.0, 500.0])))
+    counts, _ = tmap.node_counts(0, tmap.times.size, data.draw(st.sampled_from([10.0, 200.0])))
+    width = nodes if k is None else min(k, nodes)
+    best = np.sort(counts, axis=1)[:, ::-1][:, :width].sum(axis=1)
+    assert best.max() <= tmap.most_released(k)
+    assert tmap.most_released(k) == np.sort(tmap.released[-1])[::-1][:width].sum()
+
+
 # --------------------------------------------------------------------------- against a brute-force pass
 
 
