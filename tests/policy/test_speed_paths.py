@@ -235,3 +235,29 @@ def test_candidates_refused_on_top_counts_are_ones_placements_refuse(
     k = -1 if k is None or k >= len(top) else k
     if job.gpus > top[k]:
         assert make_placement(placement).place(job, view.pool, view) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 2, 4, 8]),  # GPUs
+            st.one_of(st.none(), st.floats(0, 500, allow_nan=False)),  # start
+            st.one_of(st.none(), st.sampled_from([0.0, 60.0, 3600.0])),  # time limit
+            st.floats(0, 5000, allow_nan=False),  # attained GPU-seconds
+            st.booleans(),  # the oracle knows its duration
+        ),
+        max_size=12,
+    ),
+    st.floats(0, 1000, allow_nan=False),
+)
+def test_srtf_keys_of_many_jobs_are_their_keys(rows: list[tuple], now: float) -> None:
+    """The SRTF schedulers key the running jobs of every pass in one loop: the same keys as one by one."""
+    jobs = [
+        JobView(f"j{i}", g, float(i), time_limit=limit, start_time=start, attained_service=done)
+        for i, (g, start, limit, done, _) in enumerate(rows)
+    ]
+    oracle = make_policy("srtf-oracle")
+    oracle.bind_oracle({f"j{i}": 100.0 * i for i, row in enumerate(rows) if row[4]})
+    for policy in (oracle, make_policy("srtf-limit")):
+        assert policy.keys(jobs, now) == [policy.key(j, now) for j in jobs]  # type: ignore[attr-defined]
