@@ -235,6 +235,18 @@ class PreemptiveScheduler:
         return found
 
 
+def run_per_gpu(job: JobView, now: float) -> float:
+    """Seconds of work done so far per GPU (``JobView.service`` over the GPUs), as SRTF ranks by.
+
+    Written out (not ``job.service(now) / job.gpus``) because SRTF keys every
+    running job in every pass; the arithmetic is the same, step for step.
+    """
+    gpus, start = job.gpus, job.start_time
+    if gpus <= 0:
+        return 0.0
+    return (job.attained_service + gpus * max(0.0, now - start if start is not None else 0.0)) / gpus
+
+
 def key_margin(at: float) -> float:
     """How far a foreseen key change may be from the exact one: float error of times near ``at``, a million-fold."""
     return 1e-6 * max(1.0, abs(at))
