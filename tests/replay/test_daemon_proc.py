@@ -12,13 +12,15 @@ from slurmrl.replay.daemon_proc import DaemonProcess, DaemonSetup, daemon_config
 
 
 def test_made_config_runs_the_policy_on_trace_time(tmp_path: Path) -> None:
-    text = daemon_config_text(DaemonSetup("qssf", "topology"), tmp_path, 200.0, "/x/slurm.conf")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\n")
+    text = daemon_config_text(DaemonSetup("qssf", "topology"), tmp_path, 200.0, str(conf))
     proc = DaemonProcess(tmp_path, text)
     proc.check()
     cfg = load_config(str(proc.config_path))
     assert (cfg.policy, cfg.placement, cfg.mode, cfg.time_scale) == ("qssf", "topology", "priority", 200.0)
     assert cfg.interval == 1.0 and cfg.placement_hold == 2.0  # 300 trace seconds, at least 2 wall seconds
-    assert cfg.state_file == str(tmp_path / "state.json") and cfg.slurm.conf == "/x/slurm.conf"
+    assert cfg.state_file == str(tmp_path / "state.json") and cfg.slurm.conf == str(conf)
 
 
 def test_admin_config_keeps_its_keys_with_replay_paths(tmp_path: Path) -> None:
@@ -28,13 +30,13 @@ def test_admin_config_keeps_its_keys_with_replay_paths(tmp_path: Path) -> None:
         '[scope]\npartitions = ["gpu"]\n[slurm]\ntimeout = 7\n'
     )
     folder = tmp_path / "daemon"
-    proc = DaemonProcess(
-        folder, daemon_config_text(DaemonSetup(config_file=admin), folder, 50.0, "/c/slurm.conf")
-    )
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\n")
+    proc = DaemonProcess(folder, daemon_config_text(DaemonSetup(config_file=admin), folder, 50.0, str(conf)))
     cfg = load_config(str(proc.config_path))
     assert cfg.interval == 5.0 and cfg.scope.partitions == ("gpu",) and cfg.slurm.timeout == 7.0
     assert cfg.state_file == str(folder / "state.json") and cfg.time_scale == 50.0
-    assert cfg.slurm.conf == "/c/slurm.conf" and cfg.metrics_port == 0
+    assert cfg.slurm.conf == str(conf) and cfg.metrics_port == 0
 
 
 def test_unreadable_admin_config_names_the_file(tmp_path: Path) -> None:
