@@ -259,9 +259,11 @@ class Ranking:
         rows = self._table[seqs]
         keys = np.asarray(self._key_fn(rows, now), dtype=float).tolist()
         order, key_of, submit_of = self._order, self._order_key, self._order_submit
+        n = key_of.size
         for key, submit, seq in zip(keys, rows[:, 0].tolist(), seqs.tolist(), strict=True):
-            lo = int(np.searchsorted(key_of, key, side="left"))
-            hi = int(np.searchsorted(key_of, key, side="right"))
-            while lo < hi and (submit_of[lo], order[lo]) < (submit, seq):  # equal keys: rare
-                lo += 1
+            lo = int(key_of.searchsorted(key, side="left"))
+            if lo < n and key_of[lo] == key:  # equal keys (rare): then submit time and arrival decide
+                hi = int(key_of.searchsorted(key, side="right"))
+                while lo < hi and (submit_of[lo], order[lo]) < (submit, seq):
+                    lo += 1
             bisect.insort(self._extra, (key, submit, seq, lo))
