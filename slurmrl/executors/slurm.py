@@ -26,6 +26,8 @@ from slurmrl.errors import ConfigError
 from slurmrl.executors import Outcome, error_line
 
 POLL_SECONDS = 1.0
+# After Ctrl-C, how long to wait for the cancelled array's tasks to leave the queue.
+CANCEL_WAIT_SECONDS = 30.0
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
@@ -162,8 +164,30 @@ class SlurmExecutor:
                     time.sleep(POLL_SECONDS)
         except BaseException:
             # Ctrl-C: cancel the array's tasks that have not ended; finished ones keep their results.
-            subprocess.run(["scancel", self.array_id], capture_output=True, timeout=60)
+            _cancel(self.array_id)
             raise
+
+
+def _cancel(array_id: str, wait: float = CANCEL_WAIT_SECONDS) -> None:
+    """``scancel`` the array, then wait until none of its tasks is left in the queue.
+
+    scancel only asks slurmctld to signal the tasks; one about to end may
+    still write its result. Waiting until the queue holds none of them
+    (bounded, as the controller may be gone) lets the tables written next
+    list every cell that finished.
+    """
+    try:
+        subprocess.run(["scancel", array_id], capture_output=True, timeout=60)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            queued = subprocess.run(
+                ["squeue", "-h", "-j", array_id, "-o", "%i"], capture_output=True, text=True, timeout=30
+            )
+            if queued.returncode != 0 or not queued.stdout.strip():
+                return
+            time.sleep(0.5)
+    except (OSError, subprocess.SubprocessError):
+        return  # the table is written anyway; a re-run picks up what it missed
 
 
 def _outcome(index: int, job: Any) -> Outcome:
