@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmrl.errors import SlurmrlError
+from slurmrl.executors import longest_first
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.experiment import DEFAULT_CLUSTER, DEFAULT_TRACE, SimSettings, Workload, prepare
@@ -262,14 +263,26 @@ def cell_of(opts: dict, settings: SimSettings, policy: str, placement: str | Non
     )
 
 
-def run_tasks(executor: Executor, task: Callable, items: Sequence, label: str, show_progress: bool) -> list:
-    """Every item's result in item order, with a bar of finished items; the first failure stops the rest."""
+def run_tasks(
+    executor: Executor,
+    task: Callable,
+    items: Sequence,
+    label: str,
+    show_progress: bool,
+    costs: Sequence[float] | None = None,
+) -> list:
+    """Every item's result in item order, with a bar of finished items; the first failure stops the rest.
+
+    With ``costs`` (one per item) the executor gets the costliest items first.
+    """
+    order = longest_first(costs) if costs is not None else list(range(len(items)))
     results: list = [None] * len(items)
     with progress_bar(len(items), label, show_progress and len(items) > 1, unit="run") as bar:
-        for outcome in executor.run(task, items):
+        for outcome in executor.run(task, [items[i] for i in order]):
+            index = order[outcome.index]
             if not outcome.ok:
-                raise SlurmrlError(f"{label} {outcome.index + 1} of {len(items)} failed: {outcome.error}")
-            results[outcome.index] = outcome.value
+                raise SlurmrlError(f"{label} {index + 1} of {len(items)} failed: {outcome.error}")
+            results[index] = outcome.value
             if bar is not None:
                 bar(1)
     return results

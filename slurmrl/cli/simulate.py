@@ -92,7 +92,7 @@ def _run_replays(tasks: Sequence[Replay], jobs: int | None, show_progress: bool)
     from slurmrl.executors.local import LocalExecutor
     from slurmrl.grid.cells import replay
 
-    return run_tasks(LocalExecutor(jobs), replay, tasks, "runs", show_progress)
+    return run_tasks(LocalExecutor(jobs), replay, tasks, "runs", show_progress, [t.cell.cost for t in tasks])
 
 
 def _strict(value: object) -> object:

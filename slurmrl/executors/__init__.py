@@ -69,6 +69,16 @@ def make_executor(
     raise ConfigError(f"unknown executor '{name}'; choose one of {', '.join(EXECUTORS)}")
 
 
+def longest_first(costs: Sequence[float]) -> list[int]:
+    """Indices by falling cost, ties in list order.
+
+    A pool that hands out the longest tasks first (LPT) ends within 4/3 of
+    the best possible schedule (R. L. Graham, SIAM J. Appl. Math. 17(2),
+    1969); in list order one long task may start last on an otherwise idle pool.
+    """
+    return sorted(range(len(costs)), key=lambda i: -costs[i])
+
+
 def error_line(exc: BaseException) -> str:
     """An exception as one line: the project's own message, else type and text."""
     from slurmrl.errors import SlurmrlError

@@ -107,6 +107,13 @@ class Cell:
         return self.scenario or Path(str(self.trace or "embedded:philly-sample")).name
 
     @property
+    def cost(self) -> float:
+        """The replay's cost relative to other policies' on the same workload (``Entry.cost``)."""
+        from slurmrl.policy.registry import policy_cost
+
+        return policy_cost(self.policy)
+
+    @property
     def id(self) -> str:
         """A folder name: readable (workload, policy, seed) and unique (a hash of the whole key)."""
         digest = hashlib.blake2b(json.dumps(self.key(), sort_keys=True).encode(), digest_size=5).hexdigest()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import slurmrl
-from slurmrl.executors import Executor
+from slurmrl.executors import Executor, longest_first
 from slurmrl.grid.cells import Cell
 from slurmrl.grid.spec import Grid
 from slurmrl.grid.store import SweepCell, complete, failure, finished_row, write_tables
@@ -46,12 +46,14 @@ def run_sweep(
 ) -> SweepResult:
     """Run the grid's unfinished cells on ``executor``; rows of every finished cell, also in DIR/results.*.
 
-    ``progress`` is called with 1 as each cell ends. A KeyboardInterrupt is
+    Cells go to the executor costliest first (``Cell.cost``), so a pool
+    does not end on one long replay. ``progress`` is called with 1 as each cell ends. A KeyboardInterrupt is
     re-raised after the tables are written (the executor has cancelled what
     it started).
     """
     out = out.resolve()
     cells, todo = pending_cells(grid, out)
+    todo = [todo[i] for i in longest_first([c.cost for c in todo])]
     errors: dict[str, str] = {}
     try:
         for outcome in executor.run(SweepCell(str(out)), todo):

@@ -3,6 +3,12 @@
 Plain data, so that listing names or running a heuristic imports none of the
 policy modules (the learned ones pull in torch); :mod:`slurmrl.policy.registry`
 reads these tables and loads a factory on first use.
+
+Each policy's ``cost`` is its replay's CPU time per job relative to fifo's,
+measured on philly-sample with its default placement (``slurmrl compare
+--scenario philly-sample --jobs 1 --out DIR``, then each run's
+``wall_seconds``; the learned ones with ``--policies`` naming them). Load and
+placement move the figures; only their order matters (see ``Entry.cost``).
 """
 
 from slurmrl.policy.entry import Entry
@@ -40,30 +46,35 @@ POLICIES: tuple[Entry, ...] = (
         "fifo",
         "slurmrl.policy.ordering.fifo:make_fifo",
         "first come, first served; the head job blocks the queue",
+        cost=1,
     ),
     Entry(
         "fifo-backfill",
         "slurmrl.policy.ordering.fifo:make_fifo_backfill",
         "first come, first served with EASY backfill on time limits",
         default_placement="first-fit",
+        cost=2.4,
     ),
     Entry(
         "slurm",
         "slurmrl.policy.ordering.multifactor:make_slurm",
         "stock Slurm: multifactor priority (age, size, Fair Tree) with Slurm's backfill; a cluster's own settings when it has them",
         default_placement="first-fit",
+        cost=4.8,
     ),
     Entry(
         "sjf-oracle",
         "slurmrl.policy.ordering.oracle:make_sjf_oracle",
         "shortest true duration first with backfill (bound; uses true durations)",
         deployable=False,
+        cost=2.1,
     ),
     Entry(
         "srtf-oracle",
         "slurmrl.policy.ordering.oracle:make_srtf_oracle",
         "shortest remaining time first, preemptive (bound; uses true durations)",
         deployable=False,
+        cost=10,
     ),
     Entry(
         "srtf-oracle-elastic",
@@ -71,34 +82,40 @@ POLICIES: tuple[Entry, ...] = (
         "srtf-oracle widening elastic jobs in passes where nobody is left waiting (elastic reference; uses true durations)",
         deployable=False,
         default_placement="topology",
+        cost=8.4,
     ),
     Entry(
         "sjf-limit",
         "slurmrl.policy.ordering.limits:make_sjf_limit",
         "smallest asked GPU-time (GPUs x time limit) first with EASY backfill: sjf-oracle on what Slurm knows",
+        cost=2.2,
     ),
     Entry(
         "srtf-limit",
         "slurmrl.policy.ordering.limits:make_srtf_limit",
         "smallest remaining asked GPU-time (GPUs x (limit - run so far)) first, preemptive: srtf-oracle on what Slurm knows",
         default_placement="consolidate",
+        cost=6.9,
     ),
     Entry(
         "tiresias",
         "slurmrl.policy.ordering.tiresias:make_tiresias",
         "2D-LAS on attained GPU-time, two queues, preemptive, starvation guard (Tiresias NSDI'19)",
         default_placement="consolidate",
+        cost=4.5,
     ),
     Entry(
         "qssf",
         "slurmrl.policy.ordering.qssf:make_qssf",
         "estimated GPU-time first, estimates learned from users' finished jobs (Helios SC'21)",
+        cost=2.8,
     ),
     Entry(
         "afs",
         "slurmrl.policy.elastic.afs:make_afs",
         "elastic: starts jobs on their smallest allowed GPU count, grows them by marginal gain (AFS NSDI'21); rigid jobs first-fit",
         default_placement="consolidate",
+        cost=2.0,
     ),
     Entry(
         "topdrl",
@@ -106,12 +123,14 @@ POLICIES: tuple[Entry, ...] = (
         "TopDRL-style RL agent (CNN over the GPU grid) picks jobs over sjf-limit's pass (zero output = sjf-limit); trained on Philly weeks 1-2",
         default_placement="type-aware",
         learned=True,
+        cost=21,
     ),
     Entry(
         "topdrl-first",
         "slurmrl.rl.window_policy:make_topdrl_first",
         "baseline for topdrl: its candidate window and placement, always the window's first job that fits",
         default_placement="type-aware",
+        cost=8.0,
     ),
     Entry(
         "harmony",
@@ -119,6 +138,7 @@ POLICIES: tuple[Entry, ...] = (
         "Harmony-style RL placement (pointer over nodes, led by type-aware, paired JCT reward) under sjf-limit's order; trained on Gavel msr VCs",
         default_placement="type-aware",
         learned=True,
+        cost=10.5,
     ),
     Entry(
         "meta-rl",
@@ -126,6 +146,7 @@ POLICIES: tuple[Entry, ...] = (
         "Harmony-style RL placement meta-trained with Reptile over Gavel/Philly workload mixes; adapt with `slurmrl adapt`",
         default_placement="interference-aware",
         learned=True,
+        cost=10.8,
     ),
     Entry(
         "maifs",
@@ -133,5 +154,6 @@ POLICIES: tuple[Entry, ...] = (
         "MAIFS-style multi-agent RL: a window of jobs choose GPU count (elastic range) and rack together, attention + coordination graph; trained on Philly weeks 1-2 with --elastic fraction:0.5",
         default_placement="topology",
         learned=True,
+        cost=17,
     ),
 )

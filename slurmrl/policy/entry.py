@@ -20,6 +20,10 @@ class Entry:
     deployable: bool = True  # False: uses true durations, a bound only
     default_placement: str = "first-fit"
     learned: bool = False  # a trained network (imports torch; not in compare's default set)
+    # Replay CPU time per job relative to fifo's (measured on philly-sample, see
+    # builtin.py). Only the order in which a process pool takes runs reads it:
+    # the costliest first, so that no long run starts last on an idle pool.
+    cost: float = 1.0
 
     def load(self) -> Callable[..., object]:
         module, _, attr = self.target.partition(":")

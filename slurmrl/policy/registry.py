@@ -44,6 +44,23 @@ def policy_entry(name: str) -> Entry:
     return POLICIES[name]
 
 
+def policy_cost(name: str) -> float:
+    """:attr:`Entry.cost` of a policy name, or of a checkpoint folder's family.
+
+    A name that is neither gets the highest cost: its run fails with its own
+    error, and it might as well do so first.
+    """
+    from slurmrl.rl.checkpoints import FAMILIES, checkpoint_format
+
+    if name in POLICIES:
+        return POLICIES[name].cost
+    try:
+        family = FAMILIES.get(checkpoint_format(name), "")
+    except PolicyError:
+        family = ""
+    return POLICIES[family].cost if family in POLICIES else max(e.cost for e in POLICIES.values())
+
+
 def make_placement(name: str) -> PlacementPolicy:
     return placement_entry(name).load()()  # type: ignore[return-value]
 

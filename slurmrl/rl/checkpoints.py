@@ -30,6 +30,8 @@ LOADERS = {
     "slurmrl-harmony": "slurmrl.rl.meta.policy:load_policy",
     "slurmrl-maifs": "slurmrl.rl.maifs.policy:load_policy",
 }
+# config.json ``format`` -> the registered policy of that family (its Entry: cost, summary).
+FAMILIES = {"slurmrl-topdrl": "topdrl", "slurmrl-harmony": "harmony", "slurmrl-maifs": "maifs"}
 
 
 def layer_shapes(layers: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:

@@ -84,3 +84,16 @@ def test_ctrl_c_keeps_finished_cells_in_the_tables(tmp_path: Path) -> None:
     assert len(table) == 1 + 2
     _, todo = pending_cells(GRID, tmp_path)
     assert len(todo) == len(GRID.cells()) - 2
+
+
+def test_cells_reach_the_executor_costliest_first(tmp_path: Path) -> None:
+    class Recording(LocalExecutor):
+        def run(self, task, items):  # type: ignore[no-untyped-def]
+            order.extend(cell.policy for cell in items)
+            return super().run(task, items)
+
+    order: list[str] = []
+    result = run_sweep(GRID, Recording(1), tmp_path)
+    # sjf-oracle costs more per job than fifo (Entry.cost): its four cells go first.
+    assert order == ["sjf-oracle"] * 4 + ["fifo"] * 4
+    assert len(result.rows) == 8 and [r["policy"] for r in result.rows] == [c.policy for c in GRID.cells()]
