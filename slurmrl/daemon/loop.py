@@ -585,67 +585,84 @@ class Daemon:
         self._adopted = False  # a revert also gives back notes a lost record forgot
         while attempt < REVERT_ATTEMPTS and (self.record.jobs or attempt == 0):
             attempt += 1
-            jobs: dict[str, Any] | None
-            try:
-                snapshot, _ = self.read()  # reconciles: unsure fields settled, lost notes adopted
-                jobs = {j.job_id: j for j in snapshot.jobs}
-                total = max(total, len(self.record.jobs))
-            except SlurmError as exc:
-                log(logging.WARNING, "revert: cannot read the queue", error=exc.format(), attempt=attempt)
-                jobs = None
-                if attempt < REVERT_ATTEMPTS:
-                    self._pause(
-                        min(self.config.backoff_max, self.config.backoff_initial * 2 ** (attempt - 1))
-                    )
-                    continue
-            changes: list[Change] = []
-            for jid, entry in list(self.record.jobs.items()):
-                job = jobs.get(jid) if jobs is not None else None
-                if jobs is not None and (job is None or not job.is_pending):
-                    self.record.drop(jid)
-                    gone += 1
-                    continue
-                changes.extend(restore_changes(entry, job, f"daemon stop: {reason}"))
-            now = self.clock()
-
-            def sent(ch: Change) -> None:
-                self.metrics.reverts.labels(kind=ch.field).inc()
-                self.audit.write(
-                    "revert",
-                    job=ch.job_id,
-                    field=ch.field,
-                    old=ch.old,
-                    new=ch.new,
-                    reason=ch.reason,
-                    dry_run=False,
-                )
-
-            def failed(ch: Change, exc: SlurmError) -> None:
-                self.metrics.errors.labels(kind=error_kind(exc)).inc()
-                log(logging.WARNING, "revert failed", job=ch.job_id, field=ch.field, error=exc.format())
-
-            before = set(self.record.jobs)
-            result = apply_changes(
-                self.backend,
-                changes,
-                self.record,
-                now,
-                persist=self.save,
-                on_sent=sent,
-                on_failed=failed,
-                batch=BATCH,
-            )
-            gone += len(result.vanished)
-            for jid in before - set(result.vanished):
-                entry = self.record.get(jid)
-                if entry is None or not entry.changed_anything:
-                    self.record.drop(jid)
-                    reverted += 1
-            self.save()
+            jobs = self._revert_read(attempt)
+            if jobs is None and attempt < REVERT_ATTEMPTS:
+                self._pause(self._revert_backoff(attempt))
+                continue
+            total = max(total, len(self.record.jobs))
+            changes, left = self._restore_changes(jobs, reason)
+            result, given_back = self._revert_apply(changes)
+            gone += left + len(result.vanished)
+            reverted += given_back
             if result.stopped_by is None and not result.failed:
                 break
             if result.stopped_by is not None:
-                self._pause(min(self.config.backoff_max, self.config.backoff_initial * 2 ** (attempt - 1)))
+                self._pause(self._revert_backoff(attempt))
+        return self._revert_done(total, reverted, gone)
+
+    def _revert_backoff(self, attempt: int) -> float:
+        return min(self.config.backoff_max, self.config.backoff_initial * 2 ** (attempt - 1))
+
+    def _revert_read(self, attempt: int) -> dict[str, Any] | None:
+        """The queue by job id (reconciled: unsure fields settled, lost notes adopted); None if unreadable."""
+        try:
+            snapshot, _ = self.read()
+        except SlurmError as exc:
+            log(logging.WARNING, "revert: cannot read the queue", error=exc.format(), attempt=attempt)
+            return None
+        return {j.job_id: j for j in snapshot.jobs}
+
+    def _restore_changes(self, jobs: dict[str, Any] | None, reason: str) -> tuple[list[Change], int]:
+        """The changes that give back every recorded value, and how many recorded jobs left the queue.
+
+        ``jobs`` None (the queue could not be read, last attempt): every recorded
+        value is sent back blind, as the record holds it.
+        """
+        changes: list[Change] = []
+        gone = 0
+        for jid, entry in list(self.record.jobs.items()):
+            job = jobs.get(jid) if jobs is not None else None
+            if jobs is not None and (job is None or not job.is_pending):
+                self.record.drop(jid)
+                gone += 1
+                continue
+            changes.extend(restore_changes(entry, job, f"daemon stop: {reason}"))
+        return changes, gone
+
+    def _revert_apply(self, changes: list[Change]) -> tuple[ApplyResult, int]:
+        """Send ``changes``; the result, and how many jobs have nothing left to give back (dropped)."""
+        before = set(self.record.jobs)
+        result = apply_changes(
+            self.backend,
+            changes,
+            self.record,
+            self.clock(),
+            persist=self.save,
+            on_sent=self._revert_sent,
+            on_failed=self._revert_failed,
+            batch=BATCH,
+        )
+        reverted = 0
+        for jid in before - set(result.vanished):
+            entry = self.record.get(jid)
+            if entry is None or not entry.changed_anything:
+                self.record.drop(jid)
+                reverted += 1
+        self.save()
+        return result, reverted
+
+    def _revert_sent(self, ch: Change) -> None:
+        self.metrics.reverts.labels(kind=ch.field).inc()
+        self.audit.write(
+            "revert", job=ch.job_id, field=ch.field, old=ch.old, new=ch.new, reason=ch.reason, dry_run=False
+        )
+
+    def _revert_failed(self, ch: Change, exc: SlurmError) -> None:
+        self.metrics.errors.labels(kind=error_kind(exc)).inc()
+        log(logging.WARNING, "revert failed", job=ch.job_id, field=ch.field, error=exc.format())
+
+    def _revert_done(self, total: int, reverted: int, gone: int) -> RevertOutcome:
+        """Save the record (empty when nothing is left to give back) and log the outcome."""
         remaining = len([e for e in self.record.jobs.values() if e.changed_anything])
         if remaining == 0:
             self.record.jobs.clear()

@@ -107,6 +107,24 @@ class Agent:
     estimate: float  # seconds, from finished jobs' history
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """One agent's turn in a step: what it sees and what its lead proposes."""
+
+    index: int  # its row in the window
+    agent: Agent
+    rows: np.ndarray  # [O, F_o] option rows
+    mask: np.ndarray  # [O] bool; options that fail to place are closed in it during the turn
+    prior: np.ndarray | None  # the lead's bonus per option (None: unled)
+    proposed: tuple[int, Placement] | None  # the lead's option and its GPUs
+    pool: GpuPool  # the GPUs the agent may use
+
+
+def _usable(job: JobView, pool: GpuPool, gate: Gate | None, now: float) -> GpuPool:
+    """The GPUs ``job`` may use: the pool, or what its reservation gate leaves it."""
+    return pool if gate is None else gate.pool_for(job, pool, now)
+
+
 class Resolver:
     """Runs steps on one cluster; caches the rack node sets and the scaling curves."""
 
@@ -183,77 +201,87 @@ class Resolver:
         actions = np.full(k, n_opt - 1, dtype=np.int64)
         logps = np.zeros(k, dtype=np.float32)
         priors = np.zeros((k, n_opt), dtype=np.float32)
-        now = view.now
-
-        def usable(job: JobView) -> GpuPool:
-            return pool if gate is None else gate.pool_for(job, pool, now)
-
-        def rows_for(agent: Agent) -> tuple[np.ndarray, np.ndarray]:
-            """The agent's option rows and mask on the GPUs it may use now (after earlier agents' starts)."""
-            mine = usable(agent.job)
-            rows, mask = option_rows(
-                agent.job,
-                agent.counts,
-                RackState(agent.job, mine),
-                obs,
-                self.curves,
-                now=now,
-                total_free=mine.total_free,
-            )
-            return rows, self.fastest_racks(agent.job, mask)
-
-        first: list[tuple[np.ndarray, np.ndarray]] = []
-        for i, agent in enumerate(agents):
-            rows, mask = rows_for(agent)
-            first.append((rows, mask))
-            fits_low = bool(mask[:-1].any())
-            jobs[i] = job_row(
-                agent.job,
-                obs,
-                self.curves,
-                now=now,
-                estimate=agent.estimate,
-                rank=i,
-                open_options=float(mask[:-1].sum()) / max(n_opt - 1, 1),
-                fits_low=fits_low,
-            )
-        demand = sum(bounds(a.job)[0] for a in agents)
-        glob = global_row(view, pool, demand)
+        first = [self._rows_for(agent, pool, gate, view) for agent in agents]
+        for i, (agent, (_, mask)) in enumerate(zip(agents, first, strict=True)):
+            jobs[i] = self._job_row(agent, i, mask, view.now)
+        glob = global_row(view, pool, sum(bounds(a.job)[0] for a in agents))
         context = net.encode(jobs, glob)
         starts: list[Start] = []
         for i, agent in enumerate(agents):
-            mine = usable(agent.job)
-            rows, mask = first[0] if i == 0 else rows_for(agent)
-            table = option_table(agent.counts, self.racks, obs.max_counts)
+            mine = _usable(agent.job, pool, gate, view.now)
+            rows, mask = first[0] if i == 0 else self._rows_for(agent, pool, gate, view)
             mask = mask.copy()
             prior: np.ndarray | None = None
             proposed: tuple[int, Placement] | None = None
             if leads is not None:
                 prior, proposed = self._lead(agent, leads[i], mask, mine)
-            while True:
-                logits = net.logits(context, i, rows, mask)
-                a, logp = choose(logits if prior is None else logits + prior)
-                choice = table[a]
-                if choice is None:  # "not now"
-                    break
-                if proposed is not None and a == proposed[0]:
-                    placement: Placement | None = proposed[1]
-                else:
-                    placement = self.place(agent.job, choice.count, choice.rack, mine, view)
-                if placement is not None:
-                    pool.allocate(placement)
-                    if gate is not None:
-                        gate.taken(placement)
-                    starts.append(Start(agent.job.job_id, placement))
-                    break
-                # The quick feasibility test let through what topology could not place: close it, choose again.
-                mask[a] = False
-                if not mask[:-1].any():
-                    mask[-1] = True
+            turn = _Turn(i, agent, rows, mask, prior, proposed, mine)
+            a, logp, placement = self._choose(turn, context, net, choose, view)
+            if placement is not None:
+                pool.allocate(placement)
+                if gate is not None:
+                    gate.taken(placement)
+                starts.append(Start(agent.job.job_id, placement))
             options[i], masks[i], actions[i], logps[i] = rows, mask, a, logp
             if prior is not None:
                 priors[i] = prior
-        return MaifsStep(jobs, glob, options, masks, actions, logps, now, priors), starts
+        return MaifsStep(jobs, glob, options, masks, actions, logps, view.now, priors), starts
+
+    def _rows_for(
+        self, agent: Agent, pool: GpuPool, gate: Gate | None, view: ClusterView
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The agent's option rows and mask on the GPUs it may use now (after earlier agents' starts)."""
+        mine = _usable(agent.job, pool, gate, view.now)
+        rows, mask = option_rows(
+            agent.job,
+            agent.counts,
+            RackState(agent.job, mine),
+            self.obs,
+            self.curves,
+            now=view.now,
+            total_free=mine.total_free,
+        )
+        return rows, self.fastest_racks(agent.job, mask)
+
+    def _job_row(self, agent: Agent, rank: int, mask: np.ndarray, now: float) -> np.ndarray:
+        """The agent's row of the attention input, with how many of its options were open before any start."""
+        n_opt = mask.size
+        return job_row(
+            agent.job,
+            self.obs,
+            self.curves,
+            now=now,
+            estimate=agent.estimate,
+            rank=rank,
+            open_options=float(mask[:-1].sum()) / max(n_opt - 1, 1),
+            fits_low=bool(mask[:-1].any()),
+        )
+
+    def _choose(
+        self, turn: _Turn, context: np.ndarray, net: AgentNet, choose: Chooser, view: ClusterView
+    ) -> tuple[int, float, Placement | None]:
+        """One agent's turn: choose until an option places, or "not now" (placement None).
+
+        An option the quick feasibility test let through but ``place`` could
+        not place is closed in ``turn.mask`` and the agent chooses again.
+        """
+        agent, mask = turn.agent, turn.mask
+        table = option_table(agent.counts, self.racks, self.obs.max_counts)
+        while True:
+            logits = net.logits(context, turn.index, turn.rows, mask)
+            a, logp = choose(logits if turn.prior is None else logits + turn.prior)
+            choice = table[a]
+            if choice is None:  # "not now"
+                return a, logp, None
+            if turn.proposed is not None and a == turn.proposed[0]:
+                placement: Placement | None = turn.proposed[1]
+            else:
+                placement = self.place(agent.job, choice.count, choice.rack, turn.pool, view)
+            if placement is not None:
+                return a, logp, placement
+            mask[a] = False
+            if not mask[:-1].any():
+                mask[-1] = True
 
     def _lead(
         self, agent: Agent, lead: Lead, mask: np.ndarray, pool: GpuPool
