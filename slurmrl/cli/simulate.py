@@ -48,6 +48,11 @@ TABLE_COLUMNS = [
 ]
 
 
+def table_columns(workload: Workload) -> list[str]:
+    """TABLE_COLUMNS, and for a warm-started workload the inherited backlog's mean JCT beside them."""
+    return TABLE_COLUMNS + (["backlog_avg_jct"] if workload.handover is not None else [])
+
+
 def run_one(
     workload: Workload, policy: str, placement: str | None, settings: SimSettings, show_progress: bool
 ) -> RunOutput:
@@ -355,7 +360,7 @@ def compare(
         rows = per_seed[0]
         click.echo(workload_header(workload, settings))
         shown = [dict(r, policy=f"{r['policy']}*") if not r["deployable"] else r for r in rows]
-        click.echo(format_table(shown, TABLE_COLUMNS))
+        click.echo(format_table(shown, table_columns(workload)))
         if len(shown) != sum(1 for r in rows if r["deployable"]):
             click.echo("* reads true durations: a bound, not a deployable policy.")
     if not as_json:
@@ -386,7 +391,7 @@ def print_seed_table(
     settings: SimSettings,
     out: Path | None,
 ) -> None:
-    """Per (policy, placement): mean +- 95% CI of every metric over the seeds; the table shows TABLE_COLUMNS."""
+    """Per (policy, placement): mean +- 95% CI of every metric over the seeds; the table shows :func:`table_columns`."""
     from slurmrl.sim.experiment import workload_meta
     from slurmrl.sim.seeds import aggregate, format_seed_table
 
@@ -422,6 +427,6 @@ def print_seed_table(
     click.echo(workload_header(workload, settings))
     click.echo(f"seeds {seeds[0]}..{seeds[-1]}: mean ± 95% CI")
     shown = [dict(r, policy=f"{r['policy']}*") if not r["deployable"] else r for r in rows]
-    click.echo(format_seed_table(shown, TABLE_COLUMNS))
+    click.echo(format_seed_table(shown, table_columns(workload)))
     if any(not r["deployable"] for r in rows):
         click.echo("* reads true durations: a bound, not a deployable policy.")

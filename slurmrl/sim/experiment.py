@@ -256,8 +256,9 @@ def run_policy(
         result = sim.run(policy_obj, progress=progress)
         wall = time.perf_counter() - t0
         records, samples = result.records, result.samples
+        backlog: tuple[JobRecord, ...] = ()
     else:
-        from slurmrl.sim.handover import WARM_STARTS, measured, warm_policy
+        from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy
 
         warm = warm_policy(workload.warm_policy)
         preemptive = preemptive or bool(getattr(warm, "preemptive", False))
@@ -273,7 +274,8 @@ def run_policy(
         result = start.sim.run(policy_obj, progress=progress, first=start.view, preemptive=preemptive)
         wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not
         records, samples = measured(result.records, result.samples, workload.handover)
-    summary = summarize(records, samples, workload.cluster, wall_seconds=wall).to_dict()
+        backlog = inherited(result.records, workload.handover)
+    summary = summarize(records, samples, workload.cluster, wall_seconds=wall, backlog=backlog).to_dict()
     meta: dict[str, object] = {
         "policy": name,
         "placement": placement_name,

@@ -130,3 +130,13 @@ def measured(
 ) -> tuple[tuple[JobRecord, ...], tuple[Sample, ...]]:
     """The records of jobs submitted at or after ``at`` and the samples from ``at`` on."""
     return tuple(r for r in records if r.submit_time >= at), tuple(s for s in samples if s.time >= at)
+
+
+def inherited(records: Sequence[JobRecord], at: float) -> tuple[JobRecord, ...]:
+    """The backlog the policy under test took over: jobs submitted before ``at`` not started by then.
+
+    They are not measured (their wait began under the warm-up heuristic), but
+    the policy under test decides when they run: the summary reports them
+    apart so that serving measured jobs at their expense shows.
+    """
+    return tuple(r for r in records if r.submit_time < at and not r.start_time < at)

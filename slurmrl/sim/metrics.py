@@ -43,6 +43,12 @@ Conventions (every figure in seconds unless it is a count or a ratio):
   left out). ``steady_jobs`` counts them; ``steady_avg_jct`` and
   ``steady_p95_jct`` use the finished ones among them; ``steady_utilization``
   averages the busy GPUs from the first to the last of their submissions.
+* Inherited backlog (warm-started runs): the jobs submitted before the
+  hand-over that had not started by it. The run's figures cover only jobs
+  submitted from the hand-over on, so a policy could gain there by making
+  the inherited queue wait; ``backlog_jobs`` counts it and
+  ``backlog_avg_jct`` is the mean JCT (from submission) of its finished
+  jobs, which shows that. 0 and NaN for a run without a hand-over.
 * Anything without data (no finished jobs, no multi-GPU jobs, a zero-length
   window) is NaN, never an exception; :meth:`Summary.to_dict` turns NaN into
   ``None`` so the dict is valid strict JSON.
@@ -112,6 +118,8 @@ class Summary:
     steady_avg_jct: float
     steady_p95_jct: float
     steady_utilization: float
+    backlog_jobs: int
+    backlog_avg_jct: float
     wall_seconds: float
 
     def to_dict(self) -> dict[str, object]:
@@ -125,7 +133,8 @@ class Summary:
         Summaries written before finished and killed jobs were told apart
         (``completed``, ``killed_at_limit``) still read: ``finished`` is
         ``completed - killed_at_limit``, and the keys added since then are
-        missing (NaN; ``steady_jobs`` 0).
+        missing (NaN; ``steady_jobs`` 0). So do summaries without the
+        backlog keys (:data:`_LATER_KEYS`).
         """
         data = _upgrade(data)
         values: dict[str, object] = {}
@@ -153,8 +162,14 @@ _ADDED_KEYS: dict[str, object] = {
 }
 
 
+# Keys added since, and their value in files written before them.
+_LATER_KEYS: dict[str, object] = {"backlog_jobs": 0, "backlog_avg_jct": None}
+
+
 def _upgrade(data: Mapping[str, object]) -> Mapping[str, object]:
-    """An older summary (``completed``/``killed_at_limit``) in this version's keys; others unchanged."""
+    """An older summary (``completed``/``killed_at_limit``, no backlog keys) in this version's keys."""
+    if any(key not in data for key in _LATER_KEYS):
+        data = {**_LATER_KEYS, **data}
     if "finished" in data or "completed" not in data:
         return data
     out = dict(data)
@@ -518,8 +533,11 @@ def summarize(
     *,
     wall_seconds: float,
     horizon_end: float | None = None,
+    backlog: Sequence[JobRecord] = (),
 ) -> Summary:
     """Reduce a run to its :class:`Summary` (conventions in the module docstring).
+
+    ``backlog``: the records of a warm-started run's inherited queue, kept out of ``records``.
 
     The lower bounds use each job's processing time (``best_time``) and are
     computed as :func:`_bounds` describes.
@@ -592,8 +610,17 @@ def summarize(
         steady_avg_jct=steady.avg_jct,
         steady_p95_jct=steady.p95_jct,
         steady_utilization=steady.utilization,
+        backlog_jobs=len(backlog),
+        backlog_avg_jct=_backlog_jct(backlog),
         wall_seconds=float(wall_seconds),
     )
+
+
+def _backlog_jct(backlog: Sequence[JobRecord]) -> float:
+    if not backlog:
+        return NAN
+    c = _Cols.of(backlog)
+    return _mean((c.end - c.submit)[c.finished])
 
 
 GROUP_KEYS = ("vc", "user", "gpus")

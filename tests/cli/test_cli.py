@@ -229,3 +229,13 @@ def test_bad_trace_row_is_named(tmp_path) -> None:
     )
     assert skipped.exit_code == 0, skipped.output
     assert "skipped 1 bad row" in skipped.output
+
+
+def test_the_table_shows_the_inherited_backlog_on_warm_started_workloads_only() -> None:
+    from slurmrl.cli.simulate import TABLE_COLUMNS, table_columns
+    from slurmrl.sim.experiment import prepare
+
+    assert table_columns(prepare(scenario="philly-sample")) == TABLE_COLUMNS
+    warm = prepare(scenario="philly-512-week2-val")
+    assert warm.handover is not None
+    assert table_columns(warm) == [*TABLE_COLUMNS, "backlog_avg_jct"]

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
+from slurmrl.cluster.shorthand import parse_shorthand
 from slurmrl.policy import make_policy
+from slurmrl.policy.backfill import EasyBackfill
+from slurmrl.policy.ordering.limits import asked_gpu_time
+from slurmrl.policy.ordering.ranking import Ranking
+from slurmrl.policy.registry import make_placement
 from slurmrl.policy.view import ClusterView, Decisions
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, run_policy, sim_config
-from slurmrl.sim.handover import WARM_STARTS, WarmStarts, measured, warm_decisions, warm_policy
+from slurmrl.sim.handover import WARM_STARTS, WarmStarts, inherited, measured, warm_decisions, warm_policy
 from slurmrl.sim.simulator import Simulator
 
 
@@ -83,3 +89,55 @@ def test_keeping_no_warm_up_plays_one_per_replay(small: Workload) -> None:
     assert starts.played == 2 and first.sim is not second.sim
     assert first.view is not None and second.view is not None and first.view.now == second.view.now
     assert first.sim.finished_count == second.sim.finished_count
+
+
+class BacklogLast:
+    """sjf-limit's order, except that jobs submitted before ``at`` go after every later one."""
+
+    def __init__(self, at: float) -> None:
+        self._ranking = Ranking(
+            lambda job: (float(job.submit_time < at), asked_gpu_time(job)),
+            lambda rows, now: rows[:, 1] * 1e15 + rows[:, 2],
+            width=2,
+        )
+
+    def order(self, view: ClusterView):
+        return self._ranking.order(view)
+
+    def started(self, job_ids) -> None:
+        self._ranking.started(job_ids)
+
+    def unstarted(self, job_ids) -> None:
+        self._ranking.unstarted(job_ids)
+
+
+@pytest.fixture(scope="module")
+def busy(small: Workload) -> Workload:
+    """The same jobs (those of up to 16 GPUs) on 32 GPUs: a queue is waiting at the hand-over."""
+    jobs = tuple(j for j in small.trace.jobs if j.num_gpus <= 16)
+    return replace(small, trace=replace(small.trace, jobs=jobs), cluster=parse_shorthand("1x4x8:v100"))
+
+
+def test_the_backlog_taken_over_is_reported_apart(busy: Workload) -> None:
+    """The queue inherited at the hand-over is not measured, but a policy that makes it wait shows in the summary."""
+    small = busy
+    gate = Gate(warm_policy(small.warm_policy), make_policy("sjf-limit"), small.handover)
+    result = Simulator(small.trace, small.cluster, config=sim_config(SimSettings(), small.seed)).run(gate)
+    backlog = inherited(result.records, small.handover)
+    assert backlog and all(r.submit_time < small.handover for r in backlog)
+    assert all(not r.start_time < small.handover for r in backlog)
+    fair = run_policy(small, "sjf-limit").summary
+    assert fair["backlog_jobs"] == len(backlog)
+    assert fair["backlog_avg_jct"] == pytest.approx(
+        float(np.mean([r.jct for r in backlog if r.end_time == r.end_time]))
+    )
+    last = run_policy(
+        small, EasyBackfill("backlog-last", BacklogLast(small.handover), make_placement("first-fit"))
+    )
+    assert last.summary["backlog_jobs"] == len(backlog)
+    assert last.summary["backlog_avg_jct"] > fair["backlog_avg_jct"]
+
+
+def test_a_run_without_a_hand_over_has_no_backlog() -> None:
+    summary = run_policy(prepare(cluster="2x4x8:v100", seed=0, limit=60), "fifo").summary
+    assert summary["backlog_jobs"] == 0 and summary["backlog_avg_jct"] is None

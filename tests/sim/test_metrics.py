@@ -329,3 +329,26 @@ def test_bounds_are_computed_once_per_distinct_input(monkeypatch) -> None:
     metrics._bounds(cols([0.0, 2.0]), 8, 0.0)  # another workload
     metrics._bounds(cols([0.0, 1.0]), 4, 0.0)  # another cluster size
     assert len(calls) == 3
+
+
+def test_the_inherited_backlog_is_reported_apart() -> None:
+    backlog = [
+        rec("b1", submit=-50.0, start=10.0, end=60.0, duration=50.0),
+        rec("b2", submit=-10.0, start=20.0, end=30.0, duration=10.0),
+        rec("b3", submit=-5.0, start=NAN, end=NAN, duration=10.0),  # never started: counted, no JCT
+    ]
+    s = summarize(RECORDS, SAMPLES, small_cluster(), wall_seconds=0.0, backlog=backlog)
+    assert s.backlog_jobs == 3
+    assert s.backlog_avg_jct == pytest.approx((110.0 + 40.0) / 2)
+    # The measured figures are those of the records alone.
+    alone = summarize(RECORDS, SAMPLES, small_cluster(), wall_seconds=0.0)
+    assert s.avg_jct == alone.avg_jct and s.jobs == alone.jobs
+    assert alone.backlog_jobs == 0 and math.isnan(alone.backlog_avg_jct)
+
+
+def test_summaries_written_before_the_backlog_keys_still_read() -> None:
+    d = summarize(RECORDS, SAMPLES, small_cluster(), wall_seconds=1.5).to_dict()
+    before = {k: v for k, v in d.items() if not k.startswith("backlog_")}
+    back = Summary.from_dict(before)
+    assert back.backlog_jobs == 0 and math.isnan(back.backlog_avg_jct)
+    assert back.avg_jct == d["avg_jct"]
