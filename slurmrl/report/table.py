@@ -142,8 +142,26 @@ METRICS: tuple[Metric, ...] = (
         "higher",
         "fraction of GPUs busy between the first and last of those jobs' submissions",
     ),
+    Metric(
+        "backlog_jobs",
+        "backlog jobs",
+        "count",
+        "none",
+        "jobs queued at a warm start's hand-over: served by the policy, not measured",
+    ),
+    Metric(
+        "backlog_avg_jct",
+        "backlog mean JCT",
+        "duration",
+        "lower",
+        "mean JCT of the finished backlog jobs: what serving measured jobs first cost them",
+    ),
     Metric("wall_seconds", "sim. wall time", "duration", "lower", "seconds the simulation itself took"),
 )
+
+
+# Shown only for scenarios whose runs took a queue over at a hand-over.
+WARM_ONLY = frozenset({"backlog_jobs", "backlog_avg_jct"})
 
 
 @dataclass(frozen=True)
@@ -224,7 +242,10 @@ def build_table(scenario: Scenario) -> Table:
     columns: list[Column] = []
     per_run: list[list[Cell]] = [[] for _ in runs]
     bound_cells: list[Cell] = []
+    warm = any((_value(r, "backlog_jobs") or 0) > 0 for r in runs)
     for metric in METRICS:
+        if metric.key in WARM_ONLY and not warm:
+            continue
         values = [_value(r, metric.key) for r in runs]
         div = 1.0
         header = metric.label

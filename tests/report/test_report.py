@@ -15,7 +15,7 @@ from slurmrl.errors import SlurmrlError
 from slurmrl.report import render_report
 from slurmrl.report.plots import TEXT_GRAY
 from slurmrl.report.runs import find_run_dirs, load_scenarios, slugify
-from slurmrl.report.table import METRICS, build_table
+from slurmrl.report.table import METRICS, WARM_ONLY, build_table
 from tests.report import sitedata as data
 
 
@@ -38,8 +38,8 @@ def _table_rows(page: str) -> dict[str, list[str]]:
     return rows
 
 
-def _column(key: str) -> int:
-    return [m.key for m in METRICS].index(key)
+def _column(key: str, warm: bool = False) -> int:
+    return [m.key for m in METRICS if warm or m.key not in WARM_ONLY].index(key)
 
 
 def test_pages_exist_and_link(site: Path) -> None:
@@ -270,3 +270,17 @@ def test_runs_written_before_finished_and_killed_render_beside_new_ones(tmp_path
     index = render_report([root], tmp_path / "site")
     page = (index.parent / "scenario-w.html").read_text()
     assert ">killed<" in page and ">finished<" in page
+
+
+def test_the_backlog_columns_show_for_warm_started_runs_only(tmp_path: Path) -> None:
+    cold = data.write_run(tmp_path / "cold" / "r", policy="fifo", workload="w", jobs=data.ONE_JOB)
+    (scenario,) = load_scenarios([cold.parent])
+    assert not WARM_ONLY & {c.metric.key for c in build_table(scenario).columns}
+    warm = data.write_run(tmp_path / "warm" / "r", policy="fifo", workload="w", jobs=data.ONE_JOB)
+    payload = json.loads((warm / "summary.json").read_text())
+    payload.update(backlog_jobs=12, backlog_avg_jct=7200.0)
+    (warm / "summary.json").write_text(json.dumps(payload))
+    (scenario,) = load_scenarios([warm.parent])
+    table = build_table(scenario)
+    assert [c.metric.key for c in table.columns] == [m.key for m in METRICS]
+    assert table.rows[0].cells[_column("backlog_avg_jct", warm=True)].value == 7200.0
