@@ -47,9 +47,9 @@ def run_sweep(
     """Run the grid's unfinished cells on ``executor``; rows of every finished cell, also in DIR/results.*.
 
     Cells go to the executor costliest first (``Cell.cost``), so a pool
-    does not end on one long replay. ``progress`` is called with 1 as each cell ends. A KeyboardInterrupt is
-    re-raised after the tables are written (the executor has cancelled what
-    it started).
+    does not end on one long replay. ``progress`` is called with 1 as each
+    cell ends. A KeyboardInterrupt is re-raised after the tables are written
+    (the executor has cancelled what it started).
     """
     out = out.resolve()
     cells, todo = pending_cells(grid, out)
