@@ -136,6 +136,7 @@ def test_the_backlog_taken_over_is_reported_apart(busy: Workload) -> None:
     )
     assert last.summary["backlog_jobs"] == len(backlog)
     assert last.summary["backlog_avg_jct"] > fair["backlog_avg_jct"]
+    assert last.summary["avg_jct"] < fair["avg_jct"]  # what the measured jobs alone would reward
 
 
 def test_a_run_without_a_hand_over_has_no_backlog() -> None:
