@@ -121,6 +121,37 @@ def load_toml_spec(path: str | Path) -> Cluster:
 def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: str = "cluster") -> Cluster:
     """Validate an already-decoded TOML document; every problem is reported in one :class:`SpecError`."""
     check = _Checker()
+    name = _top_level(raw, check, default_name)
+    scheduler = _scheduler(raw.get("scheduler"), where, check)
+    defaults = dict(BUILTIN_DEFAULTS)
+    defaults.update(check.fields(raw.get("defaults", {}), "defaults", allow_islands=False))
+    overrides = raw.get("nodes", {})
+    if not isinstance(overrides, dict):
+        check.add("nodes", "must be tables like [nodes.node04]")
+        overrides = {}
+    racks_raw = raw.get("racks")
+    if not isinstance(racks_raw, list) or not racks_raw:
+        check.add("racks", "needs at least one [[racks]] table with 'name' and 'nodes'")
+        racks_raw = []
+    layout = _Layout(racks_raw, check)
+    for i, rack in enumerate(racks_raw):
+        layout.add(i, rack)
+    layout.check_names()
+    node_fields = _node_overrides(overrides, layout.owner, check)
+    racks = [
+        (rname, _node_specs(members, {**defaults, **rack_fields}, node_fields, check))
+        for rname, members, rack_fields in layout.racks
+    ]
+    if check.problems:
+        count = len(check.problems)
+        listing = "\n".join(f"  - {p}" for p in check.problems)
+        raise SpecError(f"{count} problem{'s' if count > 1 else ''} in cluster spec:\n{listing}", file=where)
+    cluster = assemble(name.strip(), racks)
+    return cluster if scheduler is None else replace(cluster, scheduler=scheduler)
+
+
+def _top_level(raw: dict[str, Any], check: _Checker, default_name: str) -> str:
+    """The cluster's name; unknown top-level keys and a ``slurm`` that is no table are problems."""
     for key in raw:
         if key not in TOP_KEYS:
             check.add("(top level)", _did_you_mean(key, TOP_KEYS))
@@ -130,72 +161,91 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         name = default_name
     if "slurm" in raw and not isinstance(raw["slurm"], dict):
         check.add("slurm", "must be a table (options for contrib/testcluster only)")
-    scheduler = _scheduler(raw.get("scheduler"), where, check)
-    defaults = dict(BUILTIN_DEFAULTS)
-    defaults.update(check.fields(raw.get("defaults", {}), "defaults", allow_islands=False))
-    overrides = raw.get("nodes", {})
-    if not isinstance(overrides, dict):
-        check.add("nodes", "must be tables like [nodes.node04]")
-        overrides = {}
+    return name
 
-    racks_raw = raw.get("racks")
-    if not isinstance(racks_raw, list) or not racks_raw:
-        check.add("racks", "needs at least one [[racks]] table with 'name' and 'nodes'")
-        racks_raw = []
-    # Counted racks are numbered across the whole cluster, named racks included,
-    # with at least two digits: the same rule as the test cluster script.
-    counted = sum(r["nodes"] for r in racks_raw if isinstance(r, dict) and _is_int(r.get("nodes")))
-    named = sum(
-        len(r["nodes"]) for r in racks_raw if isinstance(r, dict) and isinstance(r.get("nodes"), list)
-    )
-    width = max(2, len(str(counted + named)))
-    next_number = 1
-    owner: dict[str, str] = {}
-    rack_names: dict[str, str] = {}
-    layout: list[tuple[str, list[str], dict[str, Any]]] = []
-    for i, rack in enumerate(racks_raw):
-        at = f"racks[{i}]"
+
+class _Layout:
+    """The ``[[racks]]`` tables read in order: each rack's name, node names and fields.
+
+    Counted racks are numbered across the whole cluster, named racks
+    included, with at least two digits: the same rule as the test cluster script.
+    """
+
+    def __init__(self, racks_raw: list[Any], check: _Checker) -> None:
+        self.check = check
+        counted = sum(r["nodes"] for r in racks_raw if isinstance(r, dict) and _is_int(r.get("nodes")))
+        named = sum(
+            len(r["nodes"]) for r in racks_raw if isinstance(r, dict) and isinstance(r.get("nodes"), list)
+        )
+        self.width = max(2, len(str(counted + named)))
+        self.next_number = 1
+        self.owner: dict[str, str] = {}  # node -> where it was listed
+        self.rack_names: dict[str, str] = {}  # rack -> where it was defined
+        self.racks: list[tuple[str, list[str], dict[str, Any]]] = []
+
+    def add(self, i: int, rack: Any) -> None:
+        check, at = self.check, f"racks[{i}]"
         if not isinstance(rack, dict):
             check.add(at, f"must be a table, got {type(rack).__name__}")
-            continue
+            return
         for key in rack:
             if key not in RACK_KEYS + NODE_FIELDS:
                 check.add(at, _did_you_mean(key, RACK_KEYS + NODE_FIELDS))
         rack_fields = check.fields(
             {k: v for k, v in rack.items() if k in NODE_FIELDS}, at, allow_islands=False
         )
-        rname = rack.get("name", f"rack{i + 1}")
+        rname = self._rack_name(i, rack.get("name", f"rack{i + 1}"))
+        members = self._members(at, rack.get("nodes"))
+        if members is not None:
+            self.racks.append((rname, self._claim(at, members), rack_fields))
+
+    def _rack_name(self, i: int, rname: Any) -> str:
+        at = f"racks[{i}].name"
         if not isinstance(rname, str) or not NAME_RE.match(rname):
-            check.add(f"{at}.name", f"must be a name of letters, digits, '_', '.', '-', got {rname!r}")
+            self.check.add(at, f"must be a name of letters, digits, '_', '.', '-', got {rname!r}")
             rname = f"rack{i + 1}"
-        elif rname in rack_names:
-            check.add(f"{at}.name", f"rack '{rname}' is already defined at {rack_names[rname]}")
-        rack_names.setdefault(rname, at)
-        members = rack.get("nodes")
+        elif rname in self.rack_names:
+            self.check.add(at, f"rack '{rname}' is already defined at {self.rack_names[rname]}")
+        self.rack_names.setdefault(rname, f"racks[{i}]")
+        return rname
+
+    def _members(self, at: str, members: Any) -> list[str] | None:
+        """The rack's node names: a count numbered on, or the names given; None (a problem) otherwise."""
         if _is_int(members) and members > 0:
-            members = [f"node{n:0{width}d}" for n in range(next_number, next_number + members)]
-            next_number += len(members)
-        elif isinstance(members, list) and members and all(isinstance(m, str) for m in members):
-            next_number += len(members)
-        else:
-            check.add(
-                f"{at}.nodes", f"must be a positive count or a non-empty list of names, got {members!r}"
-            )
-            continue
+            names = [f"node{n:0{self.width}d}" for n in range(self.next_number, self.next_number + members)]
+            self.next_number += len(names)
+            return names
+        if isinstance(members, list) and members and all(isinstance(m, str) for m in members):
+            self.next_number += len(members)
+            return members
+        self.check.add(
+            f"{at}.nodes", f"must be a positive count or a non-empty list of names, got {members!r}"
+        )
+        return None
+
+    def _claim(self, at: str, members: list[str]) -> list[str]:
+        """The members with good names that no earlier rack listed."""
         kept = []
         for node in members:
             if not NAME_RE.match(node):
-                check.add(f"{at}.nodes", f"node name {node!r} must use letters, digits, '_', '.', '-'")
-            elif node in owner:
-                check.add(f"{at}.nodes", f"node '{node}' is already listed in {owner[node]}")
+                self.check.add(f"{at}.nodes", f"node name {node!r} must use letters, digits, '_', '.', '-'")
+            elif node in self.owner:
+                self.check.add(f"{at}.nodes", f"node '{node}' is already listed in {self.owner[node]}")
             else:
-                owner[node] = f"{at}.nodes"
+                self.owner[node] = f"{at}.nodes"
                 kept.append(node)
-        layout.append((rname, kept, rack_fields))
-    for node, at in owner.items():
-        if node in rack_names:
-            check.add(at, f"node '{node}' has the same name as a rack")
+        return kept
 
+    def check_names(self) -> None:
+        for node, at in self.owner.items():
+            if node in self.rack_names:
+                self.check.add(at, f"node '{node}' has the same name as a rack")
+
+
+def _node_overrides(
+    overrides: dict[str, Any], owner: dict[str, str], check: _Checker
+) -> dict[str, dict[str, Any]]:
+    """``[nodes.NAME]`` tables by node, each checked; one for a node in no rack is a problem."""
     node_fields: dict[str, dict[str, Any]] = {}
     for node, table in overrides.items():
         at = f"nodes.{node}"
@@ -205,28 +255,25 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             check.add(at, f"override for node '{node}', which is in no rack{hint}")
         node_fields[node] = fields
+    return node_fields
 
-    racks: list[tuple[str, list[NodeSpec]]] = []
-    for rname, members, rack_fields in layout:
-        specs = []
-        for node in members:
-            f = {**defaults, **rack_fields, **node_fields.get(node, {})}
-            islands = f.get("islands")
-            if islands is not None:
-                if len(islands) != f["gpus"]:
-                    check.add(f"nodes.{node}.islands", f"has {len(islands)} entries for {f['gpus']} GPUs")
-                    continue
-            else:
-                islands = islands_for(f["intra"], f["gpus"])
-            specs.append(NodeSpec(node, f["gpus"], f["gpu_type"], tuple(islands), f["cpus"], f["memory_mb"]))
-        racks.append((rname, specs))
 
-    if check.problems:
-        count = len(check.problems)
-        listing = "\n".join(f"  - {p}" for p in check.problems)
-        raise SpecError(f"{count} problem{'s' if count > 1 else ''} in cluster spec:\n{listing}", file=where)
-    cluster = assemble(name.strip(), racks)
-    return cluster if scheduler is None else replace(cluster, scheduler=scheduler)
+def _node_specs(
+    members: list[str], base: dict[str, Any], node_fields: dict[str, dict[str, Any]], check: _Checker
+) -> list[NodeSpec]:
+    """A rack's nodes: defaults, then the rack's fields (``base``), then each node's own."""
+    specs = []
+    for node in members:
+        f = {**base, **node_fields.get(node, {})}
+        islands = f.get("islands")
+        if islands is not None:
+            if len(islands) != f["gpus"]:
+                check.add(f"nodes.{node}.islands", f"has {len(islands)} entries for {f['gpus']} GPUs")
+                continue
+        else:
+            islands = islands_for(f["intra"], f["gpus"])
+        specs.append(NodeSpec(node, f["gpus"], f["gpu_type"], tuple(islands), f["cpus"], f["memory_mb"]))
+    return specs
 
 
 def _scheduler(table: Any, where: str, check: _Checker) -> SchedulerSettings | None:
