@@ -126,42 +126,36 @@ class Snapshot:
         """
         cluster = cluster or self.cluster
         pool = GpuPool(cluster)
+        running = [self._running_view(job, cluster, pool) for job in sorted(self.running, key=_submit_order)]
+        self._mark_node_usage(cluster, pool)
+        pending = self._pending_views(cluster, include_ineligible)
+        return ClusterView(
+            now=self.time, cluster=cluster, pool=pool.readonly(), pending=pending, running=running
+        )
+
+    def _running_view(self, job: SlurmJob, cluster: Cluster, pool: GpuPool) -> JobView:
+        """A running job with its GPUs, which it takes from ``pool``."""
+        placement = _placement_of(job, cluster, pool)
+        for a in placement.allocs:
+            _take(pool, a.node, a.gpus)
+        return JobView(
+            job_id=job.job_id,
+            gpus=placement.num_gpus or job.gpus.total,
+            submit_time=job.submit_time,
+            user=job.user,
+            group=job.account or job.partition,
+            time_limit=job.time_limit,
+            name=job.name,
+            model=job.model,
+            num_nodes=len(job.nodes) or job.num_nodes,
+            gpu_type=job.gpus.gpu_type,
+            start_time=job.start_time,
+            placement=placement,
+        )
+
+    def _mark_node_usage(self, cluster: Cluster, pool: GpuPool) -> None:
+        """Take from ``pool`` the GPUs of unusable nodes, and GPUs in use that no running job accounted for."""
         index = cluster.node_index
-        running: list[JobView] = []
-        for job in sorted(self.running, key=_submit_order):
-            allocs: list[tuple[int, tuple[int, ...]]] = []
-            for node_name, item in job.gpu_alloc:
-                n = index.get(node_name)
-                if n is None or item.count <= 0:
-                    continue
-                width = cluster.nodes[n].gpus
-                if item.indices is not None:
-                    gpus = tuple(g for g in item.indices if g < width)
-                else:
-                    gpus = tuple(pool.free_gpus(n)[: item.count])
-                    if len(gpus) < item.count:  # all taken: record the lowest ones anyway
-                        gpus = tuple(range(min(item.count, width)))
-                if gpus:
-                    allocs.append((n, gpus))
-            placement = Placement.of(allocs)
-            for a in placement.allocs:
-                _take(pool, a.node, a.gpus)
-            running.append(
-                JobView(
-                    job_id=job.job_id,
-                    gpus=placement.num_gpus or job.gpus.total,
-                    submit_time=job.submit_time,
-                    user=job.user,
-                    group=job.account or job.partition,
-                    time_limit=job.time_limit,
-                    name=job.name,
-                    model=job.model,
-                    num_nodes=len(job.nodes) or job.num_nodes,
-                    gpu_type=job.gpus.gpu_type,
-                    start_time=job.start_time,
-                    placement=placement,
-                )
-            )
         for node in self.nodes:
             n = index.get(node.name)
             if n is None:
@@ -176,6 +170,9 @@ class Snapshot:
                 extra = node.used_count - (cluster.nodes[n].gpus - int(pool.free_count[n]))
                 if extra > 0:
                     _take(pool, n, tuple(pool.free_gpus(n)[:extra]))
+
+    def _pending_views(self, cluster: Cluster, include_ineligible: bool) -> list[JobView]:
+        """Pending jobs in submit order, one view per array task, on the nodes each may use."""
         pending: list[JobView] = []
         usable = self.allowed_nodes(cluster)
         for job in self.pending:
@@ -202,9 +199,7 @@ class Snapshot:
                         gpu_range=job.gpu_range,
                     )
                 )
-        return ClusterView(
-            now=self.time, cluster=cluster, pool=pool.readonly(), pending=pending, running=running
-        )
+        return pending
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``slurmrl slurm snapshot --json``)."""
@@ -246,6 +241,26 @@ class Snapshot:
 def _submit_order(job: SlurmJob) -> tuple[float, int, str]:
     head = job.job_id.split("_", 1)[0]
     return (job.submit_time, int(head) if head.isdigit() else 0, job.job_id)
+
+
+def _placement_of(job: SlurmJob, cluster: Cluster, pool: GpuPool) -> Placement:
+    """A running job's GPUs: Slurm's indices where it reports them, else the lowest free ones of each node."""
+    index = cluster.node_index
+    allocs: list[tuple[int, tuple[int, ...]]] = []
+    for node_name, item in job.gpu_alloc:
+        n = index.get(node_name)
+        if n is None or item.count <= 0:
+            continue
+        width = cluster.nodes[n].gpus
+        if item.indices is not None:
+            gpus = tuple(g for g in item.indices if g < width)
+        else:
+            gpus = tuple(pool.free_gpus(n)[: item.count])
+            if len(gpus) < item.count:  # all taken: record the lowest ones anyway
+                gpus = tuple(range(min(item.count, width)))
+        if gpus:
+            allocs.append((n, gpus))
+    return Placement.of(allocs)
 
 
 def _take(pool: GpuPool, node: int, gpus: tuple[int, ...]) -> None:
