@@ -245,77 +245,23 @@ def settings_from_pairs(
 ) -> SchedulerSettings:
     """Settings from ``{key: (value, file, line)}``; keys absent keep Slurm's defaults."""
     defaults = SchedulerSettings()
-
-    def fail(key: str, message: str) -> SpecError:
-        _, file, line = found[key]
-        return SpecError(message, file=file, line=line, column=prefix + key)
-
-    def text(key: str) -> str | None:
-        hit = found.get(key)
-        return hit[0].strip() if hit is not None else None
-
-    def choice(key: str, allowed: tuple[str, ...], default: str) -> str:
-        value = text(key)
-        if value is None:
-            return default
-        if value.lower() not in allowed:
-            raise fail(key, f"{key}={value} is not supported; use one of {', '.join(allowed)}")
-        return value.lower()
-
-    def weight(key: str) -> int:
-        value = text(key)
-        if value is None:
-            return 0
-        if not value.isdigit() or int(value) > 0xFFFFFFFF:
-            raise fail(key, f"{key}={value} must be a whole number from 0 to 4294967295")
-        return int(value)
-
-    def duration(key: str, default: float) -> float:
-        value = text(key)
-        if value is None:
-            return default
-        seconds = parse_time(value)
-        if seconds is None:
-            raise fail(key, f"{key}={value} is not a time; use minutes or D-HH:MM:SS")
-        return seconds
-
-    def yes_no(key: str) -> bool:
-        value = text(key)
-        if value is None:
-            return False
-        if value.upper() not in ("YES", "NO"):
-            raise fail(key, f"{key}={value} must be YES or NO")
-        return value.upper() == "YES"
-
-    flags: tuple[str, ...] = ()
-    if (value := text("PriorityFlags")) is not None:
-        flags = tuple(f.strip().upper() for f in value.split(",") if f.strip())
-        unknown = [f for f in flags if f not in PRIORITY_FLAGS]
-        if unknown:
-            raise fail(
-                "PriorityFlags",
-                f"unknown PriorityFlags {','.join(unknown)}; known: {', '.join(PRIORITY_FLAGS)}",
-            )
-    calc_text = text("PriorityCalcPeriod")
-    calc = defaults.calc_period if calc_text is None else parse_time(calc_text)
-    if calc is None or calc <= 0:
-        raise fail(
-            "PriorityCalcPeriod", f"PriorityCalcPeriod={calc_text} must be a positive number of minutes"
-        )
-    bf = _scheduler_parameters(text("SchedulerParameters"), lambda m: fail("SchedulerParameters", m))
+    read = _Pairs(found, prefix)
+    bf = _scheduler_parameters(
+        read.text("SchedulerParameters"), lambda m: read.fail("SchedulerParameters", m)
+    )
     return SchedulerSettings(
-        priority_type=choice("PriorityType", PRIORITY_TYPES, defaults.priority_type),
-        weight_age=weight("PriorityWeightAge"),
-        weight_job_size=weight("PriorityWeightJobSize"),
-        weight_fairshare=weight("PriorityWeightFairshare"),
-        weight_partition=weight("PriorityWeightPartition"),
-        weight_qos=weight("PriorityWeightQOS"),
-        max_age=duration("PriorityMaxAge", defaults.max_age),
-        decay_half_life=duration("PriorityDecayHalfLife", defaults.decay_half_life),
-        calc_period=calc,
-        favor_small=yes_no("PriorityFavorSmall"),
-        priority_flags=flags,
-        scheduler_type=choice("SchedulerType", SCHEDULER_TYPES, defaults.scheduler_type),
+        priority_type=read.choice("PriorityType", PRIORITY_TYPES, defaults.priority_type),
+        weight_age=read.weight("PriorityWeightAge"),
+        weight_job_size=read.weight("PriorityWeightJobSize"),
+        weight_fairshare=read.weight("PriorityWeightFairshare"),
+        weight_partition=read.weight("PriorityWeightPartition"),
+        weight_qos=read.weight("PriorityWeightQOS"),
+        max_age=read.duration("PriorityMaxAge", defaults.max_age),
+        decay_half_life=read.duration("PriorityDecayHalfLife", defaults.decay_half_life),
+        calc_period=read.calc_period(defaults.calc_period),
+        favor_small=read.yes_no("PriorityFavorSmall"),
+        priority_flags=read.flags(),
+        scheduler_type=read.choice("SchedulerType", SCHEDULER_TYPES, defaults.scheduler_type),
         bf_interval=bf.get("bf_interval", defaults.bf_interval),
         bf_resolution=bf.get("bf_resolution", defaults.bf_resolution),
         bf_window=bf.get("bf_window", defaults.bf_window),
@@ -323,6 +269,77 @@ def settings_from_pairs(
         bf_node_space_size=int(bf["bf_node_space_size"]) if "bf_node_space_size" in bf else None,
         source=source,
     )
+
+
+class _Pairs:
+    """Typed reads of ``{key: (value, file, line)}``; a bad value fails naming its file, line and key."""
+
+    def __init__(self, found: Mapping[str, tuple[str, str, int | None]], prefix: str) -> None:
+        self.found = found
+        self.prefix = prefix
+
+    def fail(self, key: str, message: str) -> SpecError:
+        _, file, line = self.found[key]
+        return SpecError(message, file=file, line=line, column=self.prefix + key)
+
+    def text(self, key: str) -> str | None:
+        hit = self.found.get(key)
+        return hit[0].strip() if hit is not None else None
+
+    def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
+        value = self.text(key)
+        if value is None:
+            return default
+        if value.lower() not in allowed:
+            raise self.fail(key, f"{key}={value} is not supported; use one of {', '.join(allowed)}")
+        return value.lower()
+
+    def weight(self, key: str) -> int:
+        value = self.text(key)
+        if value is None:
+            return 0
+        if not value.isdigit() or int(value) > 0xFFFFFFFF:
+            raise self.fail(key, f"{key}={value} must be a whole number from 0 to 4294967295")
+        return int(value)
+
+    def duration(self, key: str, default: float) -> float:
+        value = self.text(key)
+        if value is None:
+            return default
+        seconds = parse_time(value)
+        if seconds is None:
+            raise self.fail(key, f"{key}={value} is not a time; use minutes or D-HH:MM:SS")
+        return seconds
+
+    def yes_no(self, key: str) -> bool:
+        value = self.text(key)
+        if value is None:
+            return False
+        if value.upper() not in ("YES", "NO"):
+            raise self.fail(key, f"{key}={value} must be YES or NO")
+        return value.upper() == "YES"
+
+    def flags(self) -> tuple[str, ...]:
+        value = self.text("PriorityFlags")
+        if value is None:
+            return ()
+        flags = tuple(f.strip().upper() for f in value.split(",") if f.strip())
+        unknown = [f for f in flags if f not in PRIORITY_FLAGS]
+        if unknown:
+            raise self.fail(
+                "PriorityFlags",
+                f"unknown PriorityFlags {','.join(unknown)}; known: {', '.join(PRIORITY_FLAGS)}",
+            )
+        return flags
+
+    def calc_period(self, default: float) -> float:
+        value = self.text("PriorityCalcPeriod")
+        calc = default if value is None else parse_time(value)
+        if calc is None or calc <= 0:
+            raise self.fail(
+                "PriorityCalcPeriod", f"PriorityCalcPeriod={value} must be a positive number of minutes"
+            )
+        return calc
 
 
 def _scheduler_parameters(value: str | None, fail: Callable[[str], SpecError]) -> dict[str, float]:
