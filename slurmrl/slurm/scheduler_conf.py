@@ -246,6 +246,7 @@ def settings_from_pairs(
     """Settings from ``{key: (value, file, line)}``; keys absent keep Slurm's defaults."""
     defaults = SchedulerSettings()
     read = _Pairs(found, prefix)
+    flags, calc = read.flags(), read.calc_period(defaults.calc_period)  # checked first, as ever
     bf = _scheduler_parameters(
         read.text("SchedulerParameters"), lambda m: read.fail("SchedulerParameters", m)
     )
@@ -258,9 +259,9 @@ def settings_from_pairs(
         weight_qos=read.weight("PriorityWeightQOS"),
         max_age=read.duration("PriorityMaxAge", defaults.max_age),
         decay_half_life=read.duration("PriorityDecayHalfLife", defaults.decay_half_life),
-        calc_period=read.calc_period(defaults.calc_period),
+        calc_period=calc,
         favor_small=read.yes_no("PriorityFavorSmall"),
-        priority_flags=read.flags(),
+        priority_flags=flags,
         scheduler_type=read.choice("SchedulerType", SCHEDULER_TYPES, defaults.scheduler_type),
         bf_interval=bf.get("bf_interval", defaults.bf_interval),
         bf_resolution=bf.get("bf_resolution", defaults.bf_resolution),
