@@ -246,7 +246,7 @@ def settings_from_pairs(
     """Settings from ``{key: (value, file, line)}``; keys absent keep Slurm's defaults."""
     defaults = SchedulerSettings()
     read = _Pairs(found, prefix)
-    flags, calc = read.flags(), read.calc_period(defaults.calc_period)  # checked first, as ever
+    flags, calc = read.flags(), read.calc_period(defaults.calc_period)
     bf = _scheduler_parameters(
         read.text("SchedulerParameters"), lambda m: read.fail("SchedulerParameters", m)
     )
