@@ -20,7 +20,10 @@ bounds differ. Over several seeds H and O are chosen once, on the mean, and
 the closure is computed per seed, then reduced to its mean with a 95%
 Student-t interval (:func:`slurmrl.sim.seeds.seed_stat`). Beside it: the
 headroom (H - O) / H, which says whether there is much to close at all, and
-P against H, (P - H) / H.
+P against H, (P - H) / H. On a warm-started run, also P's inherited backlog
+against H's (mean JCT of the jobs queued at the hand-over, which are not
+measured): a policy that gains on the measured jobs by making that queue
+wait shows there.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class GapRow:
     deployable: bool
     learned: bool
     preemptive: bool
+    backlog_jct: float = math.nan  # mean JCT of a warm start's inherited queue (NaN: none)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class GapClosure:
     reference_jct: SeedStat
     headroom: SeedStat  # (H - O) / H
     vs_heuristic: SeedStat  # (P - H) / H: negative is better than H
+    backlog_vs_heuristic: SeedStat  # the same on the inherited backlog's mean JCT (NaN: no hand-over)
 
 
 def closure(heuristic: float, reference: float, policy: float) -> float:
@@ -97,6 +102,7 @@ def gap_row(label: str, summary: Mapping[str, object], meta: Mapping[str, object
         bool(meta.get("deployable", True)),
         bool(learned) if learned is not None else _is_learned(policy),
         bool(meta.get("preemptive", False)),
+        _number(summary.get("backlog_avg_jct")),
     )
 
 
@@ -122,6 +128,11 @@ def table_row(row: Mapping[str, object]) -> GapRow:
 def _mean(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return sum(finite) / len(finite) if finite else math.nan
+
+
+def _relative(value: float, base: float) -> float:
+    """``(value - base) / base``; NaN when ``base`` is missing or not positive."""
+    return (value - base) / base if math.isfinite(base) and base > 0 else math.nan
 
 
 def _best(labels: Sequence[str], jct: Mapping[str, float]) -> str | None:
@@ -171,6 +182,7 @@ def gap_closures(per_seed: Sequence[Sequence[GapRow]], *, elastic: bool) -> tupl
                 seed_stat([b.avg_jct for b in o]),
                 seed_stat([(a.avg_jct - b.avg_jct) / a.avg_jct for a, b in zip(h, o, strict=True)]),
                 seed_stat([(c.avg_jct - a.avg_jct) / a.avg_jct for a, c in zip(h, q, strict=True)]),
+                seed_stat([_relative(c.backlog_jct, a.backlog_jct) for a, c in zip(h, q, strict=True)]),
             )
         )
     return tuple(out)
@@ -256,5 +268,10 @@ def format_gaps(gaps: Sequence[GapClosure]) -> str:
             f"{format_stat(g.excess)} of excess over run time; "
             f"H = {g.heuristic} ({_hours(g.heuristic_jct)}), O = {g.reference}* ({_hours(g.reference_jct)}), "
             f"headroom (H-O)/H {format_stat(g.headroom)}, P vs H {format_stat(g.vs_heuristic)}"
+            + (
+                f"; inherited backlog P vs H {format_stat(g.backlog_vs_heuristic)}"
+                if math.isfinite(g.backlog_vs_heuristic.mean)
+                else ""
+            )
         )
     return "\n".join(lines)

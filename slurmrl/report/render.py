@@ -77,6 +77,7 @@ class GapLine:
     reference: str
     headroom: str  # (H - O) / H
     vs_heuristic: str  # (P - H) / H
+    backlog: str  # the same on a warm start's inherited backlog ("" without one)
 
 
 def _gaps(scenario: Scenario) -> tuple[GapLine, ...]:
@@ -95,6 +96,7 @@ def _gaps(scenario: Scenario) -> tuple[GapLine, ...]:
             g.reference,
             format_stat(g.headroom),
             format_stat(g.vs_heuristic),
+            format_stat(g.backlog_vs_heuristic) if math.isfinite(g.backlog_vs_heuristic.mean) else "",
         )
         for g in gap_closures([rows], elastic=elastic)
     )

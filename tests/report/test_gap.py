@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,44 @@ def test_targets_judge_closure_where_headroom_is_large_else_the_loss_to_h() -> N
     assert [v.met for v in narrow] == [False, False, False]  # 3% worse than H, makespan +6%, ftf 2.5x
     assert "avg JCT vs H" in str(narrow[0]) and str(narrow[2]).endswith(": 2.50x (missed)")
     assert verdicts(gap(100.0, 90.0, 101.0), makespan=(100.0, 100.0), ftf=(2.0, 1.0))[0].met
+
+
+def test_on_a_warm_start_the_inherited_backlog_is_set_beside_h() -> None:
+    def warm(label: str, jct: float, backlog: float, **kw: bool) -> GapRow:
+        return replace(row(label, jct, **kw), backlog_jct=backlog)
+
+    seeds = [
+        [
+            warm("sjf-limit+topology", 10.0, 100.0),
+            warm("sjf-oracle+topology", 7.0, 90.0, deployable=False),
+            warm("topdrl+topology", 9.0, b, learned=True),
+        ]
+        for b in (110.0, 130.0)
+    ]
+    (g,) = gap_closures(seeds, elastic=False)
+    assert g.backlog_vs_heuristic.mean == pytest.approx(0.2)  # (110 - 100) / 100, (130 - 100) / 100
+    assert "inherited backlog P vs H +20.0%" in format_gaps([g])
+    (cold,) = gap_closures([[row("sjf-limit+topology", 10.0), *seeds[0][1:]]], elastic=False)
+    assert math.isnan(cold.backlog_vs_heuristic.mean) and "backlog" not in format_gaps([cold])
+    summary = {"avg_jct": 9.0, "avg_jct_lower_bound": 1.0, "backlog_avg_jct": 110.0}
+    assert table_row({"policy": "topdrl", "placement": "topology", **summary}).backlog_jct == 110.0
+
+
+def test_the_report_page_sets_the_backlog_beside_h_on_warm_starts_only(tmp_path: Path) -> None:
+    root = build_results(tmp_path / "res")
+    write_run(
+        root / "cmp" / "runs" / "topdrl+topology",
+        policy="topdrl",
+        placement="topology",
+        workload="tiny-cmp",
+        jobs=FOUR_JOBS_SJF,
+        avg_jct=3750.0,
+    )
+    html = next(render_report([root / "cmp"], tmp_path / "cold").parent.glob("scenario-*.html")).read_text()
+    assert 'id="gap-closure"' in html and "inherited backlog, P vs H" not in html
+    for run in (root / "cmp" / "runs").iterdir():
+        summary = json.loads((run / "summary.json").read_text())
+        summary.update(backlog_jobs=3, backlog_avg_jct=5000.0 if run.name.startswith("topdrl") else 4000.0)
+        (run / "summary.json").write_text(json.dumps(summary))
+    html = next(render_report([root / "cmp"], tmp_path / "warm").parent.glob("scenario-*.html")).read_text()
+    assert "inherited backlog, P vs H" in html and "+25.0%" in html
