@@ -138,17 +138,11 @@ class Snapshot:
         placement = _placement_of(job, cluster, pool)
         for a in placement.allocs:
             _take(pool, a.node, a.gpus)
-        return JobView(
-            job_id=job.job_id,
+        return _job_view(
+            job,
+            job.job_id,
             gpus=placement.num_gpus or job.gpus.total,
-            submit_time=job.submit_time,
-            user=job.user,
-            group=job.account or job.partition,
-            time_limit=job.time_limit,
-            name=job.name,
-            model=job.model,
             num_nodes=len(job.nodes) or job.num_nodes,
-            gpu_type=job.gpus.gpu_type,
             start_time=job.start_time,
             placement=placement,
         )
@@ -181,17 +175,9 @@ class Snapshot:
             allowed = usable.of(job)
             for task_id in job.task_ids():
                 pending.append(
-                    JobView(
-                        job_id=task_id,
-                        gpus=job.gpus.total,
-                        submit_time=job.submit_time,
-                        user=job.user,
-                        group=job.account or job.partition,
-                        time_limit=job.time_limit,
-                        name=job.name,
-                        model=job.model,
-                        num_nodes=job.num_nodes,
-                        gpu_type=job.gpus.gpu_type,
+                    _job_view(
+                        job,
+                        task_id,
                         allowed_nodes=allowed,
                         required_nodes=job.required_nodes,
                         exclusive=job.exclusive,
@@ -241,6 +227,23 @@ class Snapshot:
 def _submit_order(job: SlurmJob) -> tuple[float, int, str]:
     head = job.job_id.split("_", 1)[0]
     return (job.submit_time, int(head) if head.isdigit() else 0, job.job_id)
+
+
+def _job_view(job: SlurmJob, job_id: str, **state: Any) -> JobView:
+    """What Slurm says of the job as the policy reads it, with ``state`` (running or pending) on top."""
+    fields: dict[str, Any] = {
+        "job_id": job_id,
+        "gpus": job.gpus.total,
+        "submit_time": job.submit_time,
+        "user": job.user,
+        "group": job.account or job.partition,
+        "time_limit": job.time_limit,
+        "name": job.name,
+        "model": job.model,
+        "num_nodes": job.num_nodes,
+        "gpu_type": job.gpus.gpu_type,
+    }
+    return JobView(**(fields | state))
 
 
 def _placement_of(job: SlurmJob, cluster: Cluster, pool: GpuPool) -> Placement:

@@ -147,8 +147,9 @@ def test_compare_rows_say_whether_a_policy_is_learned_and_preemptive() -> None:
     }
 
 
-def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
-    root = build_results(tmp_path / "res")
+def _results_with_topdrl(root: Path) -> Path:
+    """The site's results plus a topdrl run on the compared scenario (avg JCT 3,750 s)."""
+    root = build_results(root)
     write_run(
         root / "cmp" / "runs" / "topdrl+topology",
         policy="topdrl",
@@ -157,6 +158,11 @@ def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
         jobs=FOUR_JOBS_SJF,
         avg_jct=3750.0,
     )
+    return root
+
+
+def test_report_page_shows_gap_closure(tmp_path: Path) -> None:
+    root = _results_with_topdrl(tmp_path / "res")
     index = render_report([root / "cmp"], tmp_path / "site")
     page = next(p for p in index.parent.glob("scenario-*.html"))
     html = page.read_text()
@@ -204,15 +210,7 @@ def test_on_a_warm_start_the_inherited_backlog_is_set_beside_h() -> None:
 
 
 def test_the_report_page_sets_the_backlog_beside_h_on_warm_starts_only(tmp_path: Path) -> None:
-    root = build_results(tmp_path / "res")
-    write_run(
-        root / "cmp" / "runs" / "topdrl+topology",
-        policy="topdrl",
-        placement="topology",
-        workload="tiny-cmp",
-        jobs=FOUR_JOBS_SJF,
-        avg_jct=3750.0,
-    )
+    root = _results_with_topdrl(tmp_path / "res")
     html = next(render_report([root / "cmp"], tmp_path / "cold").parent.glob("scenario-*.html")).read_text()
     assert 'id="gap-closure"' in html and "inherited backlog, P vs H" not in html
     for run in (root / "cmp" / "runs").iterdir():
