@@ -152,7 +152,7 @@ def _policy_out(
     if "prior" in obs:
         logits = logits + obs["prior"]
     if critic is not None:
-        _, value = critic(obs["jobs"], obs["cluster"], obs["globals"])
+        value = critic.values(obs["jobs"], obs["cluster"], obs["globals"])
     return masked_logits(logits, obs["mask"].bool()), value
 
 

@@ -288,3 +288,15 @@ def test_the_prior_adds_to_the_logits_before_the_mask() -> None:
     prior = torch.tensor([[0.0, -1.0, -2.0, -3.0, -4.0]] * 3)
     led, _ = _policy_out(net, dict(obs, prior=prior))
     assert torch.allclose(led, plain + prior)
+
+
+def test_a_separate_critic_reads_the_values_forward_gives() -> None:
+    torch.manual_seed(0)
+    critic = TopDRLNet(NET)
+    obs = _batch(TopDRLNet(NET), size=8).obs
+    _, values = critic(obs["jobs"], obs["cluster"], obs["globals"])
+    assert torch.equal(critic.values(obs["jobs"], obs["cluster"], obs["globals"]), values)
+    # The critic's per-job score head gets no gradient either way: only its values are read.
+    critic.values(obs["jobs"], obs["cluster"], obs["globals"]).sum().backward()
+    assert all(p.grad is None for p in critic.score.parameters())
+    assert all(p.grad is not None for p in critic.value.parameters())

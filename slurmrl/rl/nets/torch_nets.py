@@ -63,21 +63,31 @@ class TopDRLNet(nn.Module):
         pooled = torch.cat([per_rack.mean(dim=1), per_rack.amax(dim=1)], dim=1)  # [b, 4c]
         return self.cluster_mlp(torch.cat([pooled, glob], dim=1))
 
+    def _embed(
+        self, jobs: torch.Tensor, grid: torch.Tensor, glob: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The cluster ``[b, h]``, the job rows ``[b, k, h]``, and their masked mean and max ``[b, h]``."""
+        cl = self._cluster(grid, glob)
+        emb = self.job_mlp(jobs)
+        valid = jobs[..., :1]  # column 0 marks real rows
+        return cl, emb, masked_mean(emb, valid, dim=1), (emb * valid).amax(dim=1)
+
     def forward(
         self, jobs: torch.Tensor, grid: torch.Tensor, glob: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[B, K + 1]`` (last = wait) and values ``[B]``; masking is the caller's."""
-        cl = self._cluster(grid, glob)  # [b, h]
-        emb = self.job_mlp(jobs)  # [b, k, h]
-        valid = jobs[..., :1]  # column 0 marks real rows
-        mean_job = masked_mean(emb, valid, dim=1)
-        max_job = (emb * valid).amax(dim=1)
+        cl, emb, mean_job, max_job = self._embed(jobs, grid, glob)
         k = jobs.shape[1]
         ctx = torch.cat([cl, mean_job], dim=1)
         scores = self.score(torch.cat([emb, ctx.unsqueeze(1).expand(-1, k, -1)], dim=2)).squeeze(-1)
         wait = self.wait(ctx)
         value = self.value(torch.cat([cl, mean_job, max_job], dim=1)).squeeze(-1)
         return torch.cat([scores, wait], dim=1), value
+
+    def values(self, jobs: torch.Tensor, grid: torch.Tensor, glob: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward`'s values alone, for a separate critic: its per-job scores are never read."""
+        cl, _, mean_job, max_job = self._embed(jobs, grid, glob)
+        return self.value(torch.cat([cl, mean_job, max_job], dim=1)).squeeze(-1)
 
 
 class HarmonyNet(nn.Module):
