@@ -216,7 +216,10 @@ def sweep(ctx: click.Context, **params: Any) -> None:
 
 
 def _dry_run(executor: Any, todo: list) -> None:
-    for cell in todo:
+    """The cells in the order they would be submitted (array task 0 first), and the array's script."""
+    from slurmrl.grid.sweep import in_submission_order
+
+    for cell in in_submission_order(todo):
         click.echo(f"  {cell.id}")
     if executor.name == "slurm" and todo:
         click.echo("sbatch script of the array:")

@@ -38,6 +38,11 @@ def pending_cells(grid: Grid, out: Path) -> tuple[list[Cell], list[Cell]]:
     return cells, [c for c in cells if finished_row(out, c) is None]
 
 
+def in_submission_order(cells: list[Cell]) -> list[Cell]:
+    """``cells`` as an executor gets them: costliest first (``Cell.cost``), grid order among equals."""
+    return [cells[i] for i in longest_first([c.cost for c in cells])]
+
+
 def run_sweep(
     grid: Grid,
     executor: Executor,
@@ -46,14 +51,14 @@ def run_sweep(
 ) -> SweepResult:
     """Run the grid's unfinished cells on ``executor``; rows of every finished cell, also in DIR/results.*.
 
-    Cells go to the executor costliest first (``Cell.cost``), so a pool
+    Cells go to the executor in :func:`in_submission_order`, so a pool
     does not end on one long replay. ``progress`` is called with 1 as each
     cell ends. A KeyboardInterrupt is re-raised after the tables are written
     (the executor has cancelled what it started).
     """
     out = out.resolve()
     cells, todo = pending_cells(grid, out)
-    todo = [todo[i] for i in longest_first([c.cost for c in todo])]
+    todo = in_submission_order(todo)
     errors: dict[str, str] = {}
     try:
         for outcome in executor.run(SweepCell(str(out)), todo):

@@ -73,6 +73,14 @@ def test_dry_run_shows_the_array_and_runs_nothing(tmp_path: Path) -> None:
     assert not (out / "results.csv").exists() and not (out / "cells").exists()
 
 
+def test_dry_run_lists_the_cells_in_the_order_they_are_submitted(tmp_path: Path) -> None:
+    result = _invoke(*SMALL, "--policies", "fifo,sjf-oracle", "--dry-run", "--out", str(tmp_path / "dry"))
+    assert result.exception is None, result.output
+    listed = [line.strip() for line in result.output.splitlines() if line.startswith("  ")]
+    # sjf-oracle costs more per job than fifo (Entry.cost): its cell is array task 0.
+    assert len(listed) == 2 and "sjf-oracle" in listed[0] and "_fifo+" in listed[1]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
