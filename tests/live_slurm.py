@@ -285,6 +285,8 @@ def daemon_config(tmp: Path, account: str, **kw: object) -> DaemonConfig:
         audit_log=str(tmp / "audit.jsonl"),
         backoff_initial=1.0,
         backoff_max=2.0,
+        # Cold: the cluster's accounting holds every earlier test's jobs, and these rank by limits.
+        history_days=0.0,
         scope=ScopeConfig(partitions=("gpu",), accounts=(account,)),
         slurm=SlurmSettings(conf=os.environ.get("SLURM_CONF"), timeout=20.0),
     )

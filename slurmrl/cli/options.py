@@ -178,6 +178,15 @@ def sim_options(f: Callable) -> Callable:
             "twice their GPUs, in powers of two; see slurmrl.sim.elastic).",
         ),
         click.option(
+            "--handover-history",
+            type=click.FloatRange(min=0),
+            default=0.0,
+            metavar="DAYS",
+            help="Warm-started scenarios: hand the policy under test the warm-up's jobs that ended "
+            "in the last DAYS days as finished, as the daemon reads them from accounting (history_days) "
+            "[default: 0, none].",
+        ),
+        click.option(
             "--seeds",
             type=click.IntRange(min=1),
             default=1,
@@ -199,6 +208,7 @@ def build_settings(opts: dict) -> SimSettings:
         reveal_models=opts.pop("reveal_models", False),
         reference_gpu=opts.pop("reference_gpu", ""),
         elastic=opts.pop("elastic", ElasticRule()),
+        handover_history=opts.pop("handover_history", 0.0),
     )
 
 
@@ -304,6 +314,8 @@ def workload_header(workload: Workload, settings: SimSettings) -> str:
         flags += ", time limits enforced"
     if settings.elastic.on:
         flags += f", elastic {settings.elastic}"
+    if settings.handover_history > 0 and workload.handover is not None:
+        flags += f", {settings.handover_history:g} days of history at the hand-over"
     if settings.reveal_models:
         flags += "; REVEALED MODELS (policies saw drawn model classes)"
     return (

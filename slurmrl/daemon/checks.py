@@ -13,9 +13,11 @@ import re
 from dataclasses import dataclass
 
 from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.history import read_earlier
 from slurmrl.errors import SlurmError
+from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import call
-from slurmrl.slurm.snapshot import PinSupport
+from slurmrl.slurm.snapshot import PinSupport, Snapshot
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,17 @@ def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
     )
 
 
+def history_check(config: DaemonConfig, backend: SlurmBackend, snapshot: Snapshot) -> CheckResult:
+    """What the daemon will read back from accounting at start; a cold start is a warning, not a failure."""
+    earlier = read_earlier(backend, config.history_days, snapshot)
+    if earlier.problem:
+        return CheckResult("history", True, f"warning: the daemon will start cold: {earlier.problem}")
+    odd = f" ({earlier.unreadable} records unreadable)" if earlier.unreadable else ""
+    return CheckResult(
+        "history", True, f"{len(earlier.jobs)} ended jobs of the last {config.history_days:g} days{odd}"
+    )
+
+
 def run_checks(config: DaemonConfig) -> list[CheckResult]:
     from slurmrl.daemon.loop import load_policy, make_backend
     from slurmrl.errors import SlurmrlError
@@ -158,6 +171,7 @@ def run_checks(config: DaemonConfig) -> list[CheckResult]:
         for w in snap.warnings:
             results.append(CheckResult("topology", True, f"warning: {w}"))
         results.append(pin_check(config, snap.pin_support))
+        results.append(history_check(config, backend, snap))
         values = slurm_config(config)
         results.extend(priority_checks(values, config.mode))
         results.append(admin_level(values, config))

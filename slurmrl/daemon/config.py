@@ -78,6 +78,10 @@ class DaemonConfig:
     # policy trained on trace time reads a compressed queue as the trace's.
     # 1 on a production controller.
     time_scale: float = 1.0
+    # Days of finished jobs read back from accounting (sacct) when the daemon starts, so
+    # history-based policies decide on the history they were trained with, not a cold
+    # one after every restart; 0 = start cold.
+    history_days: float = 7.0
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     source: str = ""  # the file it was read from
@@ -156,6 +160,7 @@ TOP: dict[str, tuple[str, _Check]] = {
     "backoff_initial": ("float", _positive),
     "backoff_max": ("float", _positive),
     "time_scale": ("float", _positive),
+    "history_days": ("float", _non_negative),
 }
 SCOPE: dict[str, tuple[str, _Check]] = {
     "partitions": ("strs", _ok),

@@ -7,22 +7,74 @@ for ``MinJobAge`` seconds and a snapshot may miss them, so the daemon keeps
 what it saw running and reports a job as finished at the first snapshot that
 no longer lists it as running: its end is Slurm's ``EndTime`` where the
 snapshot still holds the job, else that snapshot's time (at most one cycle
-late). A job back in the queue (requeued) is not reported. The history lives
-in memory: a restarted daemon starts learning afresh, as a new scheduler
-would.
+late). A job back in the queue (requeued) is not reported.
+
+The history lives in memory, so a restarted daemon would decide on a cold
+one for hours, unlike the warm history its policies were trained with; so at
+start it reads the last ``history_days`` of ended jobs back from accounting
+(:mod:`slurmrl.slurm.accounting`) and reports them with its first view,
+oldest first, as if it had seen them end.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from slurmrl.errors import SlurmError
 from slurmrl.policy.view import ClusterView, FinishedJob, JobView
-from slurmrl.slurm.snapshot import Snapshot
+from slurmrl.slurm.backend import SlurmBackend
+from slurmrl.slurm.records import SlurmJob
+from slurmrl.slurm.snapshot import Snapshot, job_view
+
+
+def from_accounting(jobs: Sequence[SlurmJob], snapshot: Snapshot) -> list[FinishedJob]:
+    """Ended jobs read from accounting as finished jobs, less any the snapshot still lists as
+    pending or running (requeued since, or read in the instant they ended)."""
+    live = {j.job_id for j in snapshot.jobs if j.is_pending or j.is_running}
+    out = []
+    for job in jobs:
+        if job.job_id in live or job.start_time is None or job.end_time is None:
+            continue
+        view = job_view(job, job.job_id, start_time=job.start_time)
+        out.append(FinishedJob(view, end_time=job.end_time, run_time=max(0.0, job.end_time - job.start_time)))
+    return out
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """Jobs that ended before the daemon started, or why there are none."""
+
+    jobs: tuple[FinishedJob, ...] = ()
+    problem: str = ""  # why nothing was read ("" = read)
+    unreadable: int = 0  # accounting records left out as unreadable
+
+
+def read_earlier(backend: SlurmBackend, days: float, snapshot: Snapshot) -> Earlier:
+    """The last ``days`` of ended jobs from accounting; never raises: a daemon that cannot
+    read its history still schedules, on a cold one."""
+    if days <= 0:
+        return Earlier(problem="history_days is 0")
+    reader = getattr(backend, "finished_jobs", None)
+    if reader is None:
+        return Earlier(problem=f"{type(backend).__name__} reads no accounting")
+    try:
+        read = reader(snapshot.time - days * 86_400.0, snapshot.time)
+    except SlurmError as exc:
+        return Earlier(problem=f"accounting unreadable: {exc.format()}")
+    if not read.gpus_tracked:
+        return Earlier(problem="accounting keeps no GPU counts (add gres/gpu to AccountingStorageTRES)")
+    return Earlier(tuple(from_accounting(read.jobs, snapshot)), unreadable=read.unreadable)
 
 
 class FinishedTracker:
     def __init__(self) -> None:
         self._running: dict[str, JobView] = {}
+        self._earlier: list[FinishedJob] = []  # ended before the daemon started, for the next view
+
+    def seed(self, earlier: Sequence[FinishedJob]) -> None:
+        """Jobs that ended before the first cycle, reported (oldest first) with the next view."""
+        self._earlier = list(earlier)
 
     def with_finished(self, view: ClusterView, snapshot: Snapshot) -> ClusterView:
         """``view`` with the jobs that stopped running since the previous call as ``finished``."""
@@ -37,4 +89,7 @@ class FinishedTracker:
             start = job.start_time if job.start_time is not None else end
             finished.append(FinishedJob(job, end_time=end, run_time=max(0.0, end - start)))
         self._running = now_running
+        if self._earlier:
+            finished = [*self._earlier, *finished]
+            self._earlier = []
         return replace(view, finished=finished) if finished else view

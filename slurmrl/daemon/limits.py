@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from slurmrl.daemon.config import DaemonConfig
+from slurmrl.slurm.accounting import parse_tres
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.run import call
@@ -75,16 +76,6 @@ class AccountLimits:
             out.append(row.limits)
             account = row.parent
         return out
-
-
-def parse_tres(text: str) -> dict[str, int]:
-    """``cpu=64,gres/gpu=8,node=2`` -> {name: count}; sacctmgr's empty field -> {}."""
-    out: dict[str, int] = {}
-    for part in (text or "").split(","):
-        name, sep, value = part.strip().partition("=")
-        if sep and value.isdigit():
-            out[name.lower()] = int(value)
-    return out
 
 
 def parse_qos(text: str) -> dict[str, TresLimits]:

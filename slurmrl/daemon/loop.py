@@ -28,7 +28,7 @@ from slurmrl.daemon.apply import BATCH, ApplyResult, SendLimits, apply_changes, 
 from slurmrl.daemon.audit import AuditLog
 from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
-from slurmrl.daemon.history import FinishedTracker
+from slurmrl.daemon.history import FinishedTracker, read_earlier
 from slurmrl.daemon.limits import AccountLimits, read_limits
 from slurmrl.daemon.lock import StateLock
 from slurmrl.daemon.logs import LOGGER, log
@@ -143,6 +143,7 @@ class Daemon:
         self.notifier = Notifier()
         self._adopted = False
         self.history = FinishedTracker()  # jobs that ended between cycles, for history-based policies
+        self._history_read = False  # ended jobs read back from accounting, once per start
         self._stop = False
         self._reload = False
         # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
@@ -203,8 +204,25 @@ class Daemon:
 
     def view(self, snapshot: Snapshot, scoped: Mapping[str, Any]) -> ClusterView:
         """What the policy sees: the scoped queue, recently finished jobs, in trace time."""
+        if not self._history_read:
+            self._history_read = True
+            self._read_history(snapshot)
         view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
         return scale_view(view, self.config.time_scale)
+
+    def _read_history(self, snapshot: Snapshot) -> None:
+        """The last ``history_days`` of ended jobs, for the first view; said, audited and counted."""
+        earlier = read_earlier(self.backend, self.config.history_days, snapshot)
+        self.history.seed(earlier.jobs)
+        self.metrics.history_jobs.set(len(earlier.jobs))
+        if earlier.problem:
+            level = logging.INFO if self.config.history_days <= 0 else logging.WARNING
+            log(level, "starting with no history", reason=earlier.problem)
+        else:
+            log(logging.INFO, "history read", jobs=len(earlier.jobs), unreadable=earlier.unreadable)
+        self.audit.write(
+            "history", jobs=len(earlier.jobs), unreadable=earlier.unreadable, problem=earlier.problem
+        )
 
     def _limits(self, scoped: Mapping[str, Any]) -> AccountLimits | None:
         """Accounting limits, read only in a cycle with an elastic job in scope (only a

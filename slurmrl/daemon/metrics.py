@@ -79,6 +79,11 @@ class DaemonMetrics:
         self.reverts = Counter("slurmrl_reverts", "Values given back to Slurm by field", ["kind"], registry=r)
         self.tracked = Gauge("slurmrl_jobs_tracked", "Jobs with daemon-set values in the record", registry=r)
         self.pins = Gauge("slurmrl_pins_active", "Jobs with a ReqNodeList set by the daemon", registry=r)
+        self.history_jobs = Gauge(
+            "slurmrl_history_jobs_read",
+            "Ended jobs read back from accounting at start for history-based policies",
+            registry=r,
+        )
         self.notes_enabled = Gauge(
             "slurmrl_notes_enabled",
             "1 while audit notes (AdminComment) are written, 0 once refused",

@@ -71,6 +71,8 @@ def daemon_config_text(setup: DaemonSetup, folder: Path, speedup: float, slurm_c
         metrics_port=0,
         dry_run=False,
         time_scale=speedup,
+        # Cold, as the simulated replay starts: the cluster's accounting holds earlier replays' jobs.
+        history_days=0,
     )
     slurm = dict(keys.pop("slurm", {}) or {})
     slurm["conf"] = slurm_conf

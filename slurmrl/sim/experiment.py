@@ -71,6 +71,9 @@ class SimSettings:
     reveal_models: bool = False
     reference_gpu: str = ""
     elastic: ElasticRule = ElasticRule()  # "off" or "fraction:F" strings are parsed
+    # Warm-started workloads: days of the warm-up's ended jobs the policy under test is
+    # handed as finished at the hand-over, as the daemon reads accounting (0: none).
+    handover_history: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "elastic", parse_elastic(self.elastic))
@@ -83,7 +86,7 @@ class SimSettings:
             "reveal_models": self.reveal_models,
             "reference_gpu": self.reference_gpu,
             "elastic": str(self.elastic),
-        }
+        } | ({"handover_history": self.handover_history} if self.handover_history > 0 else {})
 
 
 def sim_config(settings: SimSettings, seed: int) -> SimConfig:
@@ -258,7 +261,7 @@ def run_policy(
         records, samples = result.records, result.samples
         backlog: tuple[JobRecord, ...] = ()
     else:
-        from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy
+        from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy, with_history
 
         warm = warm_policy(workload.warm_policy)
         preemptive = preemptive or bool(getattr(warm, "preemptive", False))
@@ -270,6 +273,7 @@ def run_policy(
             preemptive,
             lambda: Simulator(workload.trace, workload.cluster, config=config),
         )
+        start = with_history(start, workload.handover, settings.handover_history)
         t0 = time.perf_counter()
         result = start.sim.run(policy_obj, progress=progress, first=start.view, preemptive=preemptive)
         wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not

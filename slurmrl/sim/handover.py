@@ -8,6 +8,12 @@ the cluster over as it is (jobs running where the heuristic put them, its
 backlog queued) and decides alone from then on, knowing only what it sees
 from then on, as a policy newly deployed beside slurmctld would. Only jobs
 submitted from the hand-over on are measured (:func:`measured`).
+
+By default the policy under test knows no finished job at the hand-over.
+The daemon reads the last ``history_days`` of ended jobs back from Slurm's
+accounting when it starts (:mod:`slurmrl.daemon.history`);
+:func:`with_history` gives a warm-started replay the same: the warm-up's
+jobs that ended in the last days before the hand-over, with the first view.
 """
 
 from __future__ import annotations
@@ -16,11 +22,11 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.view import ClusterView, Decisions
+from slurmrl.policy.view import ClusterView, Decisions, FinishedJob
 from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.sim.simulator import Simulator
@@ -64,6 +70,18 @@ def play_warm_up(sim: Simulator, warm: Policy, at: float, preemptive: bool) -> H
             sim.apply(warm_decisions(warm, view, at))
             view = sim.next_view(skip_when_full=skip)
     return HandedOver(sim, view, time.perf_counter() - t0)
+
+
+def with_history(start: HandedOver, at: float, days: float) -> HandedOver:
+    """``start`` with the jobs that ended in the ``days`` before ``at`` as its first view's finished jobs,
+    oldest end first, as the daemon hands a policy what accounting kept when it starts."""
+    if start.view is None or days <= 0:
+        return start
+    since = at - days * 86_400.0
+    ended = [run for run in start.sim.runs.values() if since <= run.end <= start.view.now]
+    ended.sort(key=lambda run: (run.end, run.view.job_id))
+    finished = [FinishedJob(run.view, run.end, run.run_time) for run in ended]
+    return HandedOver(start.sim, replace(start.view, finished=finished), start.warm_wall)
 
 
 class WarmStarts:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from slurmrl.errors import SlurmError
+from slurmrl.slurm.accounting import Accounted, parse_sacct, sacct_argv, tracks_gpus
 from slurmrl.slurm.backend import (
     check_comment,
     check_job_id,
@@ -115,6 +117,13 @@ class CliBackend:
             source = "cli-text"
         cluster, warnings = live_cluster(nodes, self.conf)
         return Snapshot(now, self.version(), nodes, jobs, cluster, source, warnings)
+
+    def finished_jobs(self, since: float, until: float) -> Accounted:
+        """Jobs that ran and ended between ``since`` and ``until`` (epoch seconds), from accounting:
+        ``scontrol show config`` (are GPUs tracked?) and one ``sacct``."""
+        tracked = tracks_gpus(self._call("scontrol", "show", "config").stdout)
+        read = parse_sacct(self._call(*sacct_argv(since, until)).stdout, until)
+        return replace(read, gpus_tracked=tracked)
 
     def _update(self, job_id: str, setting: str) -> None:
         self._call("scontrol", "update", f"JobId={check_job_id(job_id)}", setting)

@@ -5,8 +5,10 @@ process start-up. It is an optional extra and must match the installed
 Slurm exactly (pyslurm 25.11 for Slurm 25.11); both problems are reported as
 a :class:`SlurmError` with the fix. Only pyslurm's documented API is used:
 ``Jobs.load()``, ``Nodes.load()``, ``Job`` attributes and
-``get_resource_layout_per_node()``, ``Node.configured_gres``. GPUs in use on
-a node are summed from the running jobs' layouts (see :meth:`PyslurmBackend._node`).
+``get_resource_layout_per_node()``, ``Node.configured_gres``; for accounting,
+``db.Jobs.load()`` with a ``db.JobFilter`` and ``slurmctld.Config.load()``.
+GPUs in use on a node are summed from the running jobs' layouts (see
+:meth:`PyslurmBackend._node`).
 Writes go through ``scontrol update`` (the CLI backend, with ``SLURM_CONF``
 set to the configured slurm.conf), which accepts every setting the daemon
 needs on every version. Both kinds of request are counted in the runner's
@@ -18,12 +20,14 @@ from __future__ import annotations
 import importlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from slurmrl.errors import SlurmError
+from slurmrl.slurm.accounting import ENDED_STATES, Accounted, collect, gpus_of_tres
 from slurmrl.slurm.backend import live_cluster
 from slurmrl.slurm.cli_backend import CliBackend
 from slurmrl.slurm.elastic import GpuAsk
@@ -191,6 +195,35 @@ class PyslurmBackend:
             warnings = (*warnings, UNTRACKED_GPUS)
         return Snapshot(now, self.version(), node_recs, job_recs, cluster, "pyslurm", warnings)
 
+    def finished_jobs(self, since: float, until: float) -> Accounted:
+        """Jobs that ran and ended between ``since`` and ``until`` (epoch seconds), read as the
+        cli backend's ``sacct -a -X -S since -E until`` reads them (see :mod:`slurmrl.slurm.accounting`).
+
+        pyslurm 25.11.2 (tag v25.11.2): ``slurmctld.Config.load()`` and its
+        ``accounting_storage_tres`` list (pyslurm/core/slurmctld/config.pyx);
+        ``db.Jobs.load(db.JobFilter(start_time=, end_time=))``, whose times are
+        whole epoch seconds (``date_to_timestamp``, pyslurm/utils/ctime.pyx); with
+        no ``users``/``clusters`` it asks for every user of the local cluster, and
+        it gives one record per job with its steps nested, what sacct's ``-X`` keeps
+        (pyslurm/db/job.pyx). The record's attributes are read in :func:`db_record`.
+        """
+        config = self._accounting("slurmctld.Config.load", self.pyslurm.slurmctld.Config.load)
+        tracked = accounting_tracks_gpus(config.accounting_storage_tres)
+        window = self.pyslurm.db.JobFilter(start_time=_epoch(since), end_time=_epoch(until))
+        jobs = self._accounting("db.Jobs.load", lambda: self.pyslurm.db.Jobs.load(window))
+        return replace(read_db_jobs(jobs.values(), until), gpus_tracked=tracked)
+
+    @staticmethod
+    def _accounting(name: str, load: Callable[[], Any]) -> Any:
+        """One counted pyslurm RPC; its failure (RPCError, slurmdbd down) as a SlurmError, never a traceback."""
+        try:
+            with timed(f"pyslurm {name}"):
+                return load()
+        except Exception as exc:
+            raise SlurmError(
+                f"pyslurm could not read accounting ({name}): {exc}", hint="are slurmctld and slurmdbd up?"
+            ) from None
+
     @staticmethod
     def _node(n: Any, used: tuple[GresItem, ...]) -> SlurmNode:
         """``used``: GPUs the running jobs hold there. ``Node.allocated_gres`` is not read: it
@@ -325,3 +358,70 @@ def dependency_text(deps: Any) -> str:
     if deps.get("singleton"):
         parts.append("singleton")
     return ("?" if deps.get("satisfy") == "any" else ",").join(parts)
+
+
+def accounting_tracks_gpus(tres: Iterable[str] | None) -> bool:
+    """Whether AccountingStorageTRES (pyslurm's list of its comma-separated items) holds
+    ``gres/gpu`` or a typed ``gres/gpu:X``: without it accounting keeps no GPU counts."""
+    return any(str(t).strip().lower().startswith("gres/gpu") for t in tres or ())
+
+
+def _epoch(t: float) -> int:
+    """Whole seconds, as sacct's ``-S``/``-E`` give them; pyslurm's ``date_to_timestamp`` takes an
+    int as is but reads 0 as unset (midnight today) and sends a float to Slurm's date parser."""
+    return max(1, int(t))
+
+
+def read_db_jobs(jobs: Iterable[Any], until: float) -> Accounted:
+    """``pyslurm.db.Job`` records -> the ended jobs that ran, by end time, as
+    :func:`slurmrl.slurm.accounting.parse_sacct` reads sacct's lines (the database
+    already left out jobs that ended before the window)."""
+    return collect(jobs, db_record, until)
+
+
+def db_record(j: Any) -> SlurmJob | None:
+    """One ``pyslurm.db.Job`` with the fields ``accounting._record`` fills; None unless it ran and ended.
+
+    pyslurm/db/job.pyx (25.11.2): times are epoch ints, 0 read as None
+    (``_raw_time``); ``time_limit`` is minutes, "PartitionLimit" where unset or
+    0 and None where unlimited; ``state`` is Slurm's state string (no "by UID");
+    ``comment`` is the record's ``derived_es``, which sacct prints as Comment;
+    ``num_nodes`` is 0 where the allocated TRES lack ``node``.
+    """
+    state = (str(j.state or "").split() or [""])[0].upper()
+    start, end = j.start_time, j.end_time
+    if state not in ENDED_STATES or not start or not end:
+        return None
+    limit = j.time_limit
+    return SlurmJob(
+        db_job_id(j),
+        name=j.name or "",
+        user=j.user_name or "",
+        account=j.account or "",
+        partition=j.partition or "",
+        state=state,
+        submit_time=float(j.submit_time or start),
+        start_time=float(start),
+        end_time=float(end),
+        time_limit=float(limit) * 60.0 if isinstance(limit, int) else None,
+        num_nodes=int(j.num_nodes or 0) or None,
+        gpus=gpus_of_tres(gres_counts(j.allocated_tres)),
+        comment=j.comment or "",
+        admin_comment=j.admin_comment or "",
+    )
+
+
+def db_job_id(j: Any) -> str:
+    """sacct's JobID (``slurmdb_get_job_id_str``): the array task (``7_3``), else the
+    heterogeneous component (``5+1``), else the id. pyslurm reads a het offset of 0 as None."""
+    if j.array_id or not j.heterogeneous_id:
+        return _job_id(j)[0]
+    return f"{j.heterogeneous_id}+{j.heterogeneous_offset or 0}"
+
+
+def gres_counts(tres: Any) -> dict[str, int]:
+    """pyslurm's ``TrackableResources`` (None where the string is empty) as ``parse_tres`` reads
+    sacct's AllocTRES, GRES only: ``.gres`` maps ``gpu``/``gpu:a100`` to GPU objects with a
+    ``count`` (pyslurm/db/tres.pyx), which become ``gres/gpu``/``gres/gpu:a100``."""
+    gres = getattr(tres, "gres", None) or {}
+    return {f"gres/{name}".lower(): int(item.count) for name, item in gres.items()}

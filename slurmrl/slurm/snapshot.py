@@ -138,7 +138,7 @@ class Snapshot:
         placement = _placement_of(job, cluster, pool)
         for a in placement.allocs:
             _take(pool, a.node, a.gpus)
-        return _job_view(
+        return job_view(
             job,
             job.job_id,
             gpus=placement.num_gpus or job.gpus.total,
@@ -175,7 +175,7 @@ class Snapshot:
             allowed = usable.of(job)
             for task_id in job.task_ids():
                 pending.append(
-                    _job_view(
+                    job_view(
                         job,
                         task_id,
                         allowed_nodes=allowed,
@@ -229,7 +229,7 @@ def _submit_order(job: SlurmJob) -> tuple[float, int, str]:
     return (job.submit_time, int(head) if head.isdigit() else 0, job.job_id)
 
 
-def _job_view(job: SlurmJob, job_id: str, **state: Any) -> JobView:
+def job_view(job: SlurmJob, job_id: str, **state: Any) -> JobView:
     """What Slurm says of the job as the policy reads it, with ``state`` (running or pending) on top."""
     fields: dict[str, Any] = {
         "job_id": job_id,

@@ -74,6 +74,9 @@ _BATCH_FIELDS = {
 }
 
 
+READS = ("snapshot", "finished_jobs")  # calls that change nothing
+
+
 class FakeSlurm:
     def __init__(self, jobs: Sequence[SlurmJob] = (), now: float | None = None) -> None:
         self.cluster = small_cluster()
@@ -84,6 +87,8 @@ class FakeSlurm:
         self.nice: dict[str, int] = {}  # job id -> nice, as sprio shows it
         self.explicit: set[str] = set()  # jobs whose priority an admin set by hand
         self.name_features = False  # True: every node carries its own name as a feature
+        self.ended: list[SlurmJob] = []  # what accounting holds of jobs that ended (finished_jobs)
+        self.gpus_tracked = True  # whether accounting keeps GPU counts (AccountingStorageTRES)
 
     # error injection
     def fail_next(self, method: str, exc: Exception, job_id: str | None = None) -> None:
@@ -96,7 +101,7 @@ class FakeSlurm:
                 raise exc
 
     def writes(self, name: str | None = None) -> list[tuple[str, str, object]]:
-        return [c for c in self.calls if c[0] != "snapshot" and (name is None or c[0] == name)]
+        return [c for c in self.calls if c[0] not in READS and (name is None or c[0] == name)]
 
     def accounting_limits(self):
         """As sacctmgr shows QOS and association limits (none unless a test sets ``limits``)."""
@@ -104,6 +109,15 @@ class FakeSlurm:
 
         self._maybe_fail("accounting_limits")
         return getattr(self, "limits", None) or AccountLimits()
+
+    def finished_jobs(self, since: float, until: float):
+        """As sacct reads them back: ``ended`` jobs whose end lies in the window, oldest end first."""
+        from slurmrl.slurm.accounting import Accounted
+
+        self._maybe_fail("finished_jobs")
+        self.calls.append(("finished_jobs", "", (since, until)))
+        inside = [j for j in self.ended if j.end_time is not None and since <= j.end_time <= until]
+        return Accounted(tuple(sorted(inside, key=lambda j: j.end_time)), gpus_tracked=self.gpus_tracked)
 
     # SlurmBackend
     def version(self) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from slurmrl.daemon.limits import AccountLimits, grows, limit_problem, parse_assoc, parse_qos, parse_tres
+from slurmrl.daemon.limits import AccountLimits, grows, limit_problem, parse_assoc, parse_qos
+from slurmrl.slurm.accounting import parse_tres
 from slurmrl.slurm.elastic import GpuAsk
 from slurmrl.slurm.snapshot import SlurmJob
 

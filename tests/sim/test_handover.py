@@ -142,3 +142,42 @@ def test_the_backlog_taken_over_is_reported_apart(busy: Workload) -> None:
 def test_a_run_without_a_hand_over_has_no_backlog() -> None:
     summary = run_policy(prepare(cluster="2x4x8:v100", seed=0, limit=60), "fifo").summary
     assert summary["backlog_jobs"] == 0 and summary["backlog_avg_jct"] is None
+
+
+class FirstSight:
+    """fifo, keeping the first view it is asked to decide."""
+
+    name, deployable = "first-sight", True
+
+    def __init__(self) -> None:
+        self.inner = make_policy("fifo")
+        self.seen: ClusterView | None = None
+
+    def bind_oracle(self, durations) -> None:
+        pass
+
+    def decide(self, view: ClusterView) -> Decisions:
+        if self.seen is None:
+            self.seen = view
+        return self.inner.decide(view)
+
+
+def test_history_at_the_hand_over_is_the_warm_ups_jobs_that_ended_in_its_last_days(small: Workload) -> None:
+    """As the daemon reads accounting at start: every job ended in the window, oldest first, once."""
+    days = 1.0
+    cold, warm = FirstSight(), FirstSight()
+    run_policy(replace(small), cold)
+    out = run_policy(replace(small), warm, settings=SimSettings(handover_history=days))
+    assert cold.seen is not None and warm.seen is not None and cold.seen.now == warm.seen.now
+    whole = Simulator(small.trace, small.cluster, config=sim_config(SimSettings(), small.seed))
+    records = whole.run(Gate(warm_policy(small.warm_policy), make_policy("fifo"), small.handover)).records
+    since = small.handover - days * 86_400.0
+    ended = sorted(
+        (r for r in records if since <= r.end_time <= warm.seen.now), key=lambda r: (r.end_time, r.job_id)
+    )
+    assert [f.job.job_id for f in warm.seen.finished] == [r.job_id for r in ended]
+    assert [f.run_time for f in warm.seen.finished] == [r.run_time for r in ended]
+    assert {f.job.job_id for f in cold.seen.finished} < {
+        r.job_id for r in ended
+    }  # since the warm-up's last pass
+    assert out.meta["handover_history"] == days and "handover_history" not in run_policy(small, "fifo").meta

@@ -18,12 +18,30 @@ uint.pyx, helpers.pyx, pyslurm/db/tres.pyx), including its lossy spots:
 * ``dependencies`` is None or a dict with every kind plus ``singleton`` and
   ``satisfy``; ``constraints``/``preferred_features`` are lists split at commas;
   ``resource_sharing`` is Slurm's share string (``NO`` for ``--exclusive``).
+
+The accounting side, ``db.Jobs``/``db.Job``/``db.JobFilter`` and
+``slurmctld.Config``, is built from ``slurmdb_job_rec_t`` and
+``slurm_ctl_conf_t`` fields (pyslurm/db/job.pyx, pyslurm/db/tres.pyx,
+pyslurm/core/slurmctld/config.pyx, utils/ctime.pyx, tag v25.11.2):
+
+* times are epoch ints with 0 (and NO_VAL) read as None; ``time_limit`` is
+  minutes, "PartitionLimit" for NO_VAL or 0 and None for INFINITE;
+* ``tres_alloc_str`` holds slurmdbd's TRES ids (``1=4,4=1,1001=2``), named
+  through the TRES table (:data:`TRES_IDS`); ``allocated_tres`` is None when
+  empty, and a typed GPU name is split once at ``:`` (a second ``:`` raises);
+* ``num_nodes`` is the allocated ``node`` TRES, 0 where absent; ``user_name``
+  is the local passwd name of ``uid`` (the uid as text where unknown);
+  ``comment`` is ``derived_es``; ``heterogeneous_offset`` reads 0 as None;
+* ``Jobs.load`` picks records as slurmdbd does for a time window: eligible
+  before its end and not ended before its start.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
-from types import ModuleType
+import time
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 __version__ = "25.11.1"
@@ -320,6 +338,277 @@ class Nodes(_Collection):
     @staticmethod
     def load(preload_passwd_info: bool = False) -> Nodes:
         return Nodes({n.name: n for n in Nodes.items})
+
+
+NO_VAL = 0xFFFFFFFE
+INFINITE = 0xFFFFFFFF
+# Job state codes (slurm.h): base states, and the flag a requeued run is recorded with.
+JOB_PENDING, JOB_RUNNING, JOB_COMPLETE, JOB_CANCELLED, JOB_FAILED, JOB_TIMEOUT = 0, 1, 3, 4, 5, 6
+JOB_REQUEUE = 0x400
+_BASE_STATES = (
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+)
+# slurmdbd's TRES table: the fixed ids, then GRES from 1001 (tres_alloc_str holds the ids).
+TRES_IDS: dict[int, tuple[str, str]] = {
+    1: ("cpu", ""),
+    2: ("mem", ""),
+    3: ("energy", ""),
+    4: ("node", ""),
+    5: ("billing", ""),
+    6: ("fs", "disk"),
+    7: ("vmem", ""),
+    8: ("pages", ""),
+    1001: ("gres", "gpu"),
+    1002: ("gres", "gpu:a100"),
+}
+PASSWD = {1000: "alice", 1001: "bob"}
+
+
+def job_state_string(state: int) -> str:
+    """Slurm's ``job_state_string``: a flag such as JOB_REQUEUE names the state before the base."""
+    return "REQUEUED" if state & JOB_REQUEUE else _BASE_STATES[state & 0xFF]
+
+
+def _text(value: str | None) -> str | None:
+    """``cstr.to_unicode``: empty and "None" read as None."""
+    return None if not value or value == "None" else value
+
+
+def _raw_time(value: int, on_noval: Any = None, on_inf: Any = None) -> Any:
+    if value in (0, NO_VAL):
+        return on_noval
+    return on_inf if value == INFINITE else value
+
+
+def _uid_to_name(uid: int) -> str | None:
+    return None if uid in (NO_VAL, INFINITE) else PASSWD.get(uid, str(uid))
+
+
+def _date_to_timestamp(date: Any) -> int:
+    """``date_to_timestamp``: unset -> 0, digits and datetimes as epoch; else Slurm's date parser,
+    which here refuses anything (a float's text is not a Slurm date)."""
+    if not date:
+        return 0
+    if str(date).isdigit():
+        return int(date)
+    if isinstance(date, datetime.datetime):
+        return int(date.timestamp())
+    raise ValueError(f"Invalid Time Specification: {date}")
+
+
+class TrackableResource:
+    def __init__(self, tres_type: str, count: int, name: str = "") -> None:
+        self.type, self.count, self.name = tres_type, count, name
+
+
+def _gpu_from_tres(name: str, count: int) -> GPU:
+    """``GPU.from_tres``: the type is what follows the one ``:`` (``_, typ = name.split(":")``)."""
+    typ = None
+    if ":" in name:
+        _, typ = name.split(":")
+    return GPU(count, typ)
+
+
+def db_tres(text: str | None) -> TrackableResources | None:
+    """A ``tres_alloc_str`` of TRES ids, named through :data:`TRES_IDS` (unknown ids dropped)."""
+    pairs = _kv(text)
+    if not pairs:
+        return None
+    out = TrackableResources()
+    for key, count in pairs.items():
+        typ, name = TRES_IDS.get(int(key), ("", ""))
+        if typ != "gres":
+            continue
+        if name == "gpu" or name.startswith("gpu:"):
+            gpu = _gpu_from_tres(name, int(count))
+            out.gres[gpu.name] = gpu
+        else:
+            out.gres[name] = TrackableResource(typ, int(count), name)
+    return out
+
+
+def _tres_count(text: str | None, tres_id: int) -> int:
+    """``find_count_in_str`` with its defaults: 0 for an empty string or a missing id."""
+    return int(_kv(text).get(str(tres_id), 0))
+
+
+class DbJob:
+    """``raw`` keys are slurmdb_job_rec_t field names; attributes are pyslurm.db.Job's.
+    ``eligible`` defaults to ``submit`` (a job eligible when submitted)."""
+
+    RAW = dict(
+        jobid=0,
+        array_job_id=0,
+        array_task_id=NO_VAL,
+        array_task_str=None,
+        het_job_id=0,
+        het_job_offset=NO_VAL,
+        jobname=None,
+        uid=1000,
+        account=None,
+        partition=None,
+        state=JOB_COMPLETE,
+        submit=0,
+        eligible=0,
+        start=0,
+        end=0,
+        timelimit=NO_VAL,
+        tres_alloc_str=None,
+        tres_req_str=None,
+        derived_es=None,
+        admin_comment=None,
+        cluster="cluster",
+    )
+
+    def __init__(self, **raw: Any) -> None:
+        unknown = set(raw) - set(self.RAW)
+        if unknown:
+            raise TypeError(f"not slurmdb_job_rec_t fields: {sorted(unknown)}")
+        self._raw = {**self.RAW, **raw}
+        if "eligible" not in raw:
+            self._raw["eligible"] = self._raw["submit"]
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"pyslurm.db.Job has no attribute {name!r}")
+
+    id = property(lambda s: s._raw["jobid"])
+    name = property(lambda s: _text(s._raw["jobname"]))
+    user_name = property(lambda s: _uid_to_name(s._raw["uid"]))
+    account = property(lambda s: _text(s._raw["account"]))
+    partition = property(lambda s: _text(s._raw["partition"]))
+    cluster = property(lambda s: _text(s._raw["cluster"]))
+    state = property(lambda s: job_state_string(s._raw["state"]))
+    submit_time = property(lambda s: _raw_time(s._raw["submit"]))
+    eligible_time = property(lambda s: _raw_time(s._raw["eligible"]))
+    start_time = property(lambda s: _raw_time(s._raw["start"]))
+    end_time = property(lambda s: _raw_time(s._raw["end"]))
+    time_limit = property(lambda s: _raw_time(s._raw["timelimit"], "PartitionLimit"))
+    num_nodes = property(lambda s: _tres_count(s._raw["tres_alloc_str"], 4))
+    comment = property(lambda s: _text(s._raw["derived_es"]))
+    admin_comment = property(lambda s: _text(s._raw["admin_comment"]))
+    array_id = property(lambda s: None if s._raw["array_job_id"] in (0, NO_VAL) else s._raw["array_job_id"])
+    heterogeneous_id = property(lambda s: _u32(s._raw["het_job_id"]))
+    heterogeneous_offset = property(lambda s: _u32(s._raw["het_job_offset"]))
+    allocated_tres = property(lambda s: db_tres(s._raw["tres_alloc_str"]))
+    requested_tres = property(lambda s: db_tres(s._raw["tres_req_str"]))
+
+    @property
+    def array_task_id(self) -> int | None:
+        task = self._raw["array_task_id"]
+        return None if task in (0, NO_VAL) else task
+
+    @property
+    def array_tasks_waiting(self) -> str | None:
+        text = self._raw["array_task_str"]
+        if not text:
+            return None
+        return text[: text.rindex("%")] if "%" in text else text
+
+
+class JobFilter:
+    """pyslurm.db.JobFilter: keyword arguments set its public attributes, no others."""
+
+    __slots__ = (
+        "ids",
+        "start_time",
+        "end_time",
+        "accounts",
+        "association_ids",
+        "clusters",
+        "constraints",
+        "cpus",
+        "max_cpus",
+        "nodes",
+        "max_nodes",
+        "qos",
+        "names",
+        "partitions",
+        "groups",
+        "timelimit",
+        "max_timelimit",
+        "users",
+        "wckeys",
+        "nodelist",
+        "with_script",
+        "with_env",
+        "truncate_time",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, None)
+        for name, value in kwargs.items():
+            setattr(self, name, value)
+
+
+def _usage_window(cond: JobFilter) -> tuple[int, int]:
+    """``usage_start``/``usage_end`` after ``slurmdb_job_cond_def_start_end``:
+    start defaults to today's midnight, end to now."""
+    start = _date_to_timestamp(cond.start_time)
+    end = _date_to_timestamp(cond.end_time) or int(time.time())
+    if not start:
+        start = int(time.mktime(datetime.date.today().timetuple()))
+    return start, end
+
+
+def _in_window(job: DbJob, start: int, end: int) -> bool:
+    """slurmdbd's time condition: eligible (nonzero) before ``end``, and not ended before ``start``."""
+    eligible, ended = job._raw["eligible"], job._raw["end"]
+    return bool(eligible) and eligible < end and (ended >= start or not ended)
+
+
+class DbJobs(_Collection):
+    fail = False
+    items: list[DbJob] = []
+    last_filter: JobFilter | None = None
+
+    @staticmethod
+    def load(db_filter: JobFilter | None = None, db_connection: Any = None) -> DbJobs:
+        """Records in the filter's window, as slurmdbd picks them for a time query:
+        eligible before its end, and running or ended at or after its start."""
+        if DbJobs.fail:
+            raise RPCError("Failed to get Jobs from slurmdbd")
+        DbJobs.last_filter = cond = db_filter or JobFilter()
+        start, end = _usage_window(cond)
+        return DbJobs({j.id: j for j in DbJobs.items if _in_window(j, start, end)})
+
+
+class Config:
+    """pyslurm.slurmctld.Config from ``slurm_ctl_conf_t``; ``raw`` is shared by every load."""
+
+    fail = False
+    raw: dict[str, Any] = dict(
+        accounting_storage_tres="cpu,mem,energy,node,billing,fs/disk,vmem,pages,gres/gpu"
+    )
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self._raw = dict(raw)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"pyslurm.slurmctld.Config has no attribute {name!r}")
+
+    @staticmethod
+    def load() -> Config:
+        if Config.fail:
+            raise RPCError("Unable to contact slurm controller")
+        return Config(Config.raw)
+
+    accounting_storage_tres = property(lambda s: _csv_list(s._raw["accounting_storage_tres"]))
+
+
+db = SimpleNamespace(Job=DbJob, Jobs=DbJobs, JobFilter=JobFilter, JobSearchFilter=JobFilter)
+slurmctld = SimpleNamespace(Config=Config)
 
 
 def module() -> ModuleType:

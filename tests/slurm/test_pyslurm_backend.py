@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,253 @@ def test_load_failure_is_reported(fake) -> None:
     fake.Jobs.fail = True
     with pytest.raises(SlurmError, match="pyslurm could not load"):
         _snapshot()
+
+
+# Accounting: ended jobs read back through pyslurm.db, as the cli backend reads them through sacct.
+T0 = 1_795_000_000  # mid-November 2026, away from any daylight-saving change
+SINCE, UNTIL = T0, T0 + 7200
+
+
+@pytest.fixture()
+def accounting(fake):
+    """slurmdbd records in and around the window [T0, T0 + 2h]."""
+    db, f = fake.db, fake
+    fake.TRES_IDS[1003] = ("gres", "gpu:nv:a100")  # a GPU name pyslurm's GPU.from_tres cannot split
+    db.Jobs.items = [
+        db.Job(
+            jobid=101,
+            jobname="train model=resnet50",
+            account="vision",
+            partition="gpu",
+            submit=T0,
+            start=T0 + 300,
+            end=T0 + 3900,
+            timelimit=120,
+            tres_alloc_str="1=2,2=2048,4=1,5=2,1001=2",
+            derived_es="gpus=1-4",
+            admin_comment="slurmrl: placed",
+        ),
+        # Only gres/gpu:a100 tracked: the count comes from the typed entry alone.
+        db.Job(
+            jobid=102,
+            uid=1001,
+            state=f.JOB_TIMEOUT,
+            submit=T0,
+            start=T0 + 60,
+            end=T0 + 1800,
+            timelimit=30,
+            tres_alloc_str="1=8,4=2,1002=4",
+        ),
+        db.Job(jobid=103, state=f.JOB_CANCELLED, submit=T0, end=T0 + 600),  # cancelled while pending
+        db.Job(jobid=104, state=f.JOB_RUNNING, submit=T0, start=T0 + 100, tres_alloc_str="4=1,1001=1"),
+        db.Job(jobid=105, state=f.JOB_REQUEUE, submit=T0, start=T0 + 200, end=T0 + 900, tres_alloc_str="4=1"),
+        # Array task 0 (pyslurm reads the task id as None), both gres/gpu and gres/gpu:a100 tracked.
+        db.Job(
+            jobid=107,
+            array_job_id=106,
+            array_task_id=0,
+            submit=T0,
+            start=T0 + 10,
+            end=T0 + 1800,
+            timelimit=f.INFINITE,
+            tres_alloc_str="1=1,4=1,1001=1,1002=1",
+        ),
+        db.Job(jobid=108, submit=T0, start=T0 + 10, end=T0 + 10_000, tres_alloc_str="4=1"),  # after until
+        # Ended before since: slurmdbd does not pick it for the window.
+        db.Job(jobid=109, submit=T0 - 900, start=T0 - 800, end=T0 - 100, tres_alloc_str="4=1"),
+        db.Job(
+            jobid=110,
+            het_job_id=110,
+            het_job_offset=0,
+            state=f.JOB_FAILED,
+            submit=T0,
+            start=T0 + 5,
+            end=T0 + 2000,
+            tres_alloc_str="4=1",
+        ),
+        db.Job(
+            jobid=111,
+            het_job_id=110,
+            het_job_offset=1,
+            state=f.JOB_FAILED,
+            submit=T0,
+            start=T0 + 5,
+            end=T0 + 2000,
+            tres_alloc_str="4=3,1001=6",
+        ),
+    ]
+    return fake
+
+
+def test_fake_db_mirrors_pyslurm_shapes(accounting) -> None:
+    db, f = accounting.db, accounting
+    task0 = db.Job(jobid=107, array_job_id=106, array_task_id=0)
+    assert (task0.array_id, task0.array_task_id, task0.heterogeneous_offset) == (106, None, f.NO_VAL)
+    bare = db.Job(jobid=1, timelimit=f.NO_VAL)
+    assert (bare.time_limit, bare.start_time, bare.allocated_tres, bare.num_nodes) == (
+        "PartitionLimit",
+        None,
+        None,
+        0,
+    )
+    assert db.Job(jobid=2, timelimit=f.INFINITE, uid=4242).time_limit is None
+    assert db.Job(jobid=2, uid=4242).user_name == "4242"
+    assert db.Job(jobid=3, state=f.JOB_REQUEUE).state == "REQUEUED"
+    assert sorted(db.Job(jobid=4, tres_alloc_str="1=2,1001=2,1002=2").allocated_tres.gres) == [
+        "gpu",
+        "gpu:a100",
+    ]
+    with pytest.raises(AttributeError):
+        db.JobFilter(start=1)  # no invented filter fields
+    with pytest.raises(ValueError):
+        db.Jobs.load(db.JobFilter(start_time=1.5))  # a float is not a timestamp to pyslurm
+    assert f.slurmctld.Config.load().accounting_storage_tres[-1] == "gres/gpu"
+
+
+def _finished(since: float = SINCE, until: float = UNTIL):
+    from slurmrl.slurm.pyslurm_backend import PyslurmBackend
+
+    return PyslurmBackend(conf="/nonexistent/slurm.conf").finished_jobs(since, until)
+
+
+def test_ended_jobs_come_back_oldest_end_first_with_sacct_fields(accounting) -> None:
+    read = _finished()
+    assert [j.job_id for j in read.jobs] == ["102", "106_0", "110+0", "110+1", "101"]
+    assert read.unreadable == 0 and read.gpus_tracked
+    job = read.jobs[-1]
+    assert (job.name, job.user, job.account, job.partition, job.state) == (
+        "train model=resnet50",
+        "alice",
+        "vision",
+        "gpu",
+        "COMPLETED",
+    )
+    assert (job.submit_time, job.start_time, job.end_time) == (T0, T0 + 300, T0 + 3900)
+    assert (job.time_limit, job.num_nodes, job.gpus.total, job.gpus.gpu_type) == (7200.0, 1, 2, "")
+    assert (job.comment, job.admin_comment, job.model) == ("gpus=1-4", "slurmrl: placed", "resnet50")
+    by_id = {j.job_id: j for j in read.jobs}
+    assert by_id["102"].user == "bob" and by_id["102"].state == "TIMEOUT" and by_id["102"].num_nodes == 2
+    assert by_id["106_0"].time_limit is None  # unlimited
+    assert by_id["110+1"].state == "FAILED" and by_id["110+1"].gpus.total == 6
+
+
+def test_jobs_that_did_not_run_and_end_are_left_out(accounting) -> None:
+    ids = {j.job_id for j in _finished().jobs}
+    assert not ids & {"103", "104", "105"}  # cancelled before it started, running, requeued
+    assert not ids & {"108", "109"}  # ended after until / before since
+
+
+@pytest.mark.parametrize(
+    ("tres", "total", "kind"),
+    [
+        ("1=4,4=1,1001=4", 4, ""),  # gres/gpu
+        ("1=4,4=1,1002=2", 2, "a100"),  # only gres/gpu:a100
+        ("1=4,4=1,1001=2,1002=2", 2, "a100"),  # both: counted once
+        ("1=4,2=4096,4=1", 0, ""),
+        ("", 0, ""),
+    ],
+)
+def test_gpu_counts_come_from_the_allocated_tres(accounting, tres: str, total: int, kind: str) -> None:
+    accounting.db.Jobs.items = [
+        accounting.db.Job(jobid=1, submit=T0, start=T0, end=T0 + 60, tres_alloc_str=tres)
+    ]
+    (job,) = _finished().jobs
+    assert (job.gpus.total, job.gpus.gpu_type) == (total, kind)
+
+
+def test_gpus_are_tracked_only_where_accounting_storage_tres_lists_gres_gpu(accounting) -> None:
+    accounting.slurmctld.Config.raw["accounting_storage_tres"] = (
+        "cpu,mem,energy,node,billing,fs/disk,vmem,pages"
+    )
+    assert _finished().gpus_tracked is False
+    accounting.slurmctld.Config.raw["accounting_storage_tres"] = "cpu,mem,node,gres/gpu:a100"
+    assert _finished().gpus_tracked is True
+
+
+def test_the_filter_asks_for_the_window_in_whole_seconds_for_every_user(accounting) -> None:
+    _finished(SINCE + 0.7, UNTIL + 0.2)
+    cond = accounting.db.Jobs.last_filter
+    assert (cond.start_time, cond.end_time) == (SINCE, UNTIL)
+    assert cond.users is None and cond.clusters is None  # every user, the local cluster
+
+
+def test_a_record_pyslurm_cannot_convert_is_counted(accounting) -> None:
+    db = accounting.db
+    db.Jobs.items.append(db.Job(jobid=120, submit=T0, start=T0, end=T0 + 60, tres_alloc_str="4=1,1003=1"))
+    read = _finished()
+    assert read.unreadable == 1 and "120" not in {j.job_id for j in read.jobs} and len(read.jobs) == 5
+
+
+def test_accounting_failures_are_reported_and_counted(accounting) -> None:
+    from slurmrl.slurm.run import STATS
+
+    accounting.db.Jobs.fail = True
+    before = STATS.by_command.get("pyslurm db.Jobs.load")
+    failures = before.failures if before else 0
+    with pytest.raises(SlurmError, match="pyslurm could not read accounting"):
+        _finished()
+    assert STATS.by_command["pyslurm db.Jobs.load"].failures == failures + 1
+    accounting.db.Jobs.fail, accounting.slurmctld.Config.fail = False, True
+    with pytest.raises(SlurmError, match="slurmctld.Config.load"):
+        _finished()
+
+
+def _sacct_line(fake, j) -> str:
+    """One db record as ``sacct -a -X -P`` prints it in SACCT_FIELDS order (print.c, slurmdb_get_job_id_str)."""
+    from slurmrl.slurm.accounting import DELIMITER, SACCT_FIELDS
+
+    r = j._raw
+
+    def when(t: int) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)) if t else "Unknown"
+
+    if r["array_task_id"] != fake.NO_VAL:
+        job_id = f"{r['array_job_id']}_{r['array_task_id']}"
+    elif r["het_job_id"]:
+        job_id = f"{r['het_job_id']}+{r['het_job_offset']}"
+    else:
+        job_id = str(r["jobid"])
+    state = fake.job_state_string(r["state"])
+    limit = {fake.NO_VAL: "Partition_Limit", fake.INFINITE: "UNLIMITED"}.get(
+        r["timelimit"], str(r["timelimit"])
+    )
+    tres = []
+    for key, count in (part.split("=") for part in (r["tres_alloc_str"] or "").split(",") if part):
+        typ, name = fake.TRES_IDS[int(key)]
+        tres.append(f"{typ}/{name}={count}" if name else f"{typ}={count}{'M' if typ == 'mem' else ''}")
+    fields = {
+        "JobID": job_id,
+        "User": fake.PASSWD.get(r["uid"], str(r["uid"])),
+        "Account": r["account"] or "",
+        "Partition": r["partition"] or "",
+        "State": f"{state} by 0" if state == "CANCELLED" else state,
+        "Submit": when(r["submit"]),
+        "Start": when(r["start"]),
+        "End": when(r["end"]),
+        "TimelimitRaw": limit,
+        "NNodes": str(fake._tres_count(r["tres_alloc_str"], 4)),
+        "AllocTRES": ",".join(tres),
+        "JobName": r["jobname"] or "",
+        "Comment": r["derived_es"] or "",
+        "AdminComment": r["admin_comment"] or "",
+    }
+    return DELIMITER.join(fields[f] for f in SACCT_FIELDS)
+
+
+def test_cli_and_pyslurm_backends_read_the_same_accounting(accounting) -> None:
+    from slurmrl.slurm.cli_backend import CliBackend
+
+    db = accounting.db
+    # sacct sees the records slurmdbd picks for the same window.
+    picked = db.Jobs.load(db.JobFilter(start_time=SINCE, end_time=UNTIL)).values()
+    sacct = "\n".join(_sacct_line(accounting, j) for j in picked) + "\n"
+    config = "AccountingStorageTRES   = " + accounting.slurmctld.Config.raw["accounting_storage_tres"] + "\n"
+
+    def runner(cmd, *, timeout=30, env=None):
+        out = config if cmd[:3] == ["scontrol", "show", "config"] else sacct
+        assert cmd[0] in ("scontrol", "sacct"), cmd
+        return CommandResult(tuple(cmd), 0, out, "", 0.0)
+
+    cli = CliBackend(runner=runner).finished_jobs(SINCE, UNTIL)
+    assert len(cli.jobs) == 5
+    assert _finished() == cli
