@@ -38,8 +38,8 @@ def slurm(name: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([REAL.get(name, name), *args], capture_output=True, text=True, timeout=30)
 
 
-def sbatch(*args: str, account: str) -> str:
-    """Submit a 10-minute sleep under ``account``; the job id."""
+def sbatch(*args: str, account: str, wrap: str = "sleep 600") -> str:
+    """Submit ``wrap`` (a 10-minute sleep) under ``account``, named after it; the job id."""
     out = slurm(
         "sbatch",
         "--parsable",
@@ -49,7 +49,7 @@ def sbatch(*args: str, account: str) -> str:
         f"--job-name={account}",
         *args,
         "--wrap",
-        "sleep 600",
+        wrap,
     )
     assert out.returncode == 0, out.stderr
     jid = out.stdout.strip().split(";")[0]

@@ -86,7 +86,8 @@ class SimSettings:
             "reveal_models": self.reveal_models,
             "reference_gpu": self.reference_gpu,
             "elastic": str(self.elastic),
-        } | ({"handover_history": self.handover_history} if self.handover_history > 0 else {})
+            "handover_history": self.handover_history,
+        }
 
 
 def sim_config(settings: SimSettings, seed: int) -> SimConfig:

@@ -5,12 +5,11 @@ queued, a regime a policy deployed on a running cluster never sees. A
 warm-started scenario (``Scenario.warmup_start``) replays earlier jobs under
 a deployable heuristic first; at the hand-over the policy under test takes
 the cluster over as it is (jobs running where the heuristic put them, its
-backlog queued) and decides alone from then on, knowing only what it sees
-from then on, as a policy newly deployed beside slurmctld would. Only jobs
-submitted from the hand-over on are measured (:func:`measured`).
+backlog queued) and decides alone from then on. Only jobs submitted from
+the hand-over on are measured (:func:`measured`).
 
-By default the policy under test knows no finished job at the hand-over.
-The daemon reads the last ``history_days`` of ended jobs back from Slurm's
+By default the policy under test knows only what it sees from the hand-over
+on, no finished job before it, as a daemon without accounting. The daemon reads the last ``history_days`` of ended jobs back from Slurm's
 accounting when it starts (:mod:`slurmrl.daemon.history`);
 :func:`with_history` gives a warm-started replay the same: the warm-up's
 jobs that ended in the last days before the hand-over, with the first view.

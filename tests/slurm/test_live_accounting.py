@@ -10,31 +10,18 @@ import subprocess
 import time
 
 import pytest
-from live_slurm import wait_for  # loaded by tests/conftest.py
+from live_slurm import sbatch, wait_for  # loaded by tests/conftest.py
 
 from slurmrl.slurm.cli_backend import CliBackend
 
 pytestmark = pytest.mark.slurm
 
 
-def _sbatch(*args: str) -> str:
-    out = subprocess.run(
-        ["sbatch", "--parsable", "--chdir=/tmp", "--output=/dev/null", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip().split(";")[0]
-
-
 def test_a_finished_gpu_job_comes_back_with_its_gpus_limit_and_model_a_cancelled_one_does_not() -> None:
     tag = f"slurmrl-acct-{os.getpid()}"
     since = time.time() - 5
-    done = _sbatch(
-        f"--job-name={tag}", "--gres=gpu:2", "--time=3", "--comment=model=resnet50", "--wrap", "sleep 1"
-    )
-    held = _sbatch(f"--job-name={tag}-held", "-H", "--gres=gpu:1", "--wrap", "sleep 1")
+    done = sbatch("--gres=gpu:2", "--time=3", "--comment=model=resnet50", account=tag, wrap="sleep 1")
+    held = sbatch("-H", "--gres=gpu:1", account=tag, wrap="sleep 1")
     try:
         subprocess.run(["scancel", held], capture_output=True, timeout=30)
         backend = CliBackend(conf=os.environ.get("SLURM_CONF"))
