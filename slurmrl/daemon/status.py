@@ -25,6 +25,7 @@ class StatusSummary:
     changes_by_field: dict[str, int]  # over those cycles
     errors: tuple[str, ...]
     reverts: int
+    history: dict[str, Any] | None = None  # the last start's read of accounting (audit "history")
 
 
 def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
@@ -40,12 +41,15 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
     changes: Counter[str] = Counter()
     errors: list[str] = []
     reverts = 0
+    history = None
     for r in lines:
         kind = r.get("kind")
         if kind == "change" and int(r.get("cycle", 0) or 0) >= first and not r.get("dry_run"):
             changes[str(r.get("field"))] += 1
         elif kind == "revert":
             reverts += 1
+        elif kind == "history":
+            history = r
         elif kind == "error" or (kind == "cycle" and r.get("error")):
             errors.append(f"{_when(r.get('time'))} {r.get('error')}")
     return StatusSummary(
@@ -55,6 +59,7 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
         changes_by_field=dict(changes),
         errors=tuple(errors[-5:]),
         reverts=reverts,
+        history=history,
     )
 
 
@@ -97,6 +102,14 @@ def render(config: DaemonConfig, s: StatusSummary) -> str:
         changes = ", ".join(f"{k}={v}" for k, v in sorted(s.changes_by_field.items())) or "none"
         out.append(f"changes sent in these cycles: {changes}")
     out.append(f"values given back (reverts) in the log: {s.reverts}")
+    if s.history is not None:
+        h = s.history
+        read = (
+            f"cold ({h.get('problem')})"
+            if h.get("problem")
+            else f"{h.get('jobs')} ended jobs from accounting"
+        )
+        out.append(f"history at the last start ({_when(h.get('time'))}): {read}")
     if s.errors:
         out.append("recent errors:")
         out.extend(f"  {e}" for e in s.errors)

@@ -173,6 +173,7 @@ def test_status_summarises_cycles(tmp_path: Path) -> None:
             "sent": 4,
             "deferred": 0,
         },
+        {"time": 0.5, "kind": "history", "jobs": 482, "unreadable": 0, "problem": ""},
         {"time": 1.0, "kind": "change", "cycle": 1, "job": "5", "field": "site_factor", "dry_run": False},
         {"time": 2.0, "kind": "cycle", "cycle": 2, "ok": False, "error": "slurmctld down"},
     ]
@@ -185,6 +186,7 @@ def test_status_summarises_cycles(tmp_path: Path) -> None:
     assert "jobs with daemon-set values: 1 (site_factor=1)" in res.output
     assert "last cycle: #2" in res.output and "FAILED" in res.output
     assert "site_factor=1" in res.output and "slurmctld down" in res.output
+    assert "history at the last start" in res.output and "482 ended jobs from accounting" in res.output
 
 
 def test_a_subcommand_reads_the_config_given_before_it(tmp_path: Path) -> None:
