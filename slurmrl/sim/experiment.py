@@ -227,6 +227,74 @@ def prepare(
     )
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    """The policy to replay and what the meta says of it."""
+
+    policy: Policy
+    name: str
+    placement: str
+    deployable: bool
+    learned: bool
+
+
+def _resolve(policy: str | Policy, placement: str | None) -> _Resolved:
+    """A registered name built with ``placement``, or a policy object as given."""
+    if isinstance(policy, str):
+        entry = policy_entry(policy)
+        placed = placement or entry.default_placement
+        return _Resolved(make_policy(policy, placement), policy, placed, entry.deployable, entry.learned)
+    placed = placement or getattr(getattr(policy, "placement", None), "name", "")
+    return _Resolved(policy, policy.name, placed, policy.deployable, bool(getattr(policy, "learned", False)))
+
+
+@dataclass(frozen=True)
+class _Replayed:
+    """A replay's measured part: records and samples, the inherited backlog, wall and decisions."""
+
+    records: tuple[JobRecord, ...]
+    samples: tuple[Sample, ...]
+    backlog: tuple[JobRecord, ...]
+    wall: float
+    decisions: int
+    preemptive: bool
+
+
+def _replay(
+    workload: Workload,
+    policy: Policy,
+    settings: SimSettings,
+    progress: Callable[[int], None] | None,
+) -> _Replayed:
+    """The whole trace under ``policy``; a warm-started one from its hand-over, measured from there."""
+    config = sim_config(settings, workload.seed)
+    preemptive = bool(getattr(policy, "preemptive", False))
+    if workload.handover is None:
+        t0 = time.perf_counter()
+        result = Simulator(workload.trace, workload.cluster, config=config).run(policy, progress=progress)
+        wall = time.perf_counter() - t0
+        return _Replayed(result.records, result.samples, (), wall, result.decisions, preemptive)
+    from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy, with_history
+
+    warm = warm_policy(workload.warm_policy)
+    preemptive = preemptive or bool(getattr(warm, "preemptive", False))
+    start = WARM_STARTS.take(
+        workload,
+        config,
+        warm,
+        workload.handover,
+        preemptive,
+        lambda: Simulator(workload.trace, workload.cluster, config=config),
+    )
+    start = with_history(start, workload.handover, settings.handover_history)
+    t0 = time.perf_counter()
+    result = start.sim.run(policy, progress=progress, first=start.view, preemptive=preemptive)
+    wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not
+    records, samples = measured(result.records, result.samples, workload.handover)
+    backlog = inherited(result.records, workload.handover)
+    return _Replayed(records, samples, backlog, wall, result.decisions, preemptive)
+
+
 def run_policy(
     workload: Workload,
     policy: str | Policy,
@@ -238,55 +306,19 @@ def run_policy(
     """Replay ``workload`` under one policy and summarise it, every setting in the meta."""
     from slurmrl.sim.metrics import summarize
 
-    if isinstance(policy, str):
-        name = policy
-        entry = policy_entry(policy)
-        policy_obj = make_policy(policy, placement)
-        placement_name = placement or entry.default_placement
-        deployable = entry.deployable
-        learned = entry.learned
-    else:
-        policy_obj, name = policy, policy.name
-        placement_name = placement or getattr(getattr(policy, "placement", None), "name", "")
-        deployable = policy.deployable
-        learned = bool(getattr(policy, "learned", False))
+    chosen = _resolve(policy, placement)
     if workload.reference_gpu and not settings.reference_gpu:
         settings = replace(settings, reference_gpu=workload.reference_gpu)
-    config = sim_config(settings, workload.seed)
-    preemptive = bool(getattr(policy_obj, "preemptive", False))
-    if workload.handover is None:
-        sim = Simulator(workload.trace, workload.cluster, config=config)
-        t0 = time.perf_counter()
-        result = sim.run(policy_obj, progress=progress)
-        wall = time.perf_counter() - t0
-        records, samples = result.records, result.samples
-        backlog: tuple[JobRecord, ...] = ()
-    else:
-        from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy, with_history
-
-        warm = warm_policy(workload.warm_policy)
-        preemptive = preemptive or bool(getattr(warm, "preemptive", False))
-        start = WARM_STARTS.take(
-            workload,
-            config,
-            warm,
-            workload.handover,
-            preemptive,
-            lambda: Simulator(workload.trace, workload.cluster, config=config),
-        )
-        start = with_history(start, workload.handover, settings.handover_history)
-        t0 = time.perf_counter()
-        result = start.sim.run(policy_obj, progress=progress, first=start.view, preemptive=preemptive)
-        wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not
-        records, samples = measured(result.records, result.samples, workload.handover)
-        backlog = inherited(result.records, workload.handover)
-    summary = summarize(records, samples, workload.cluster, wall_seconds=wall, backlog=backlog).to_dict()
+    run = _replay(workload, chosen.policy, settings, progress)
+    summary = summarize(
+        run.records, run.samples, workload.cluster, wall_seconds=run.wall, backlog=run.backlog
+    ).to_dict()
     meta: dict[str, object] = {
-        "policy": name,
-        "placement": placement_name,
-        "deployable": deployable,
-        "learned": learned,
-        "preemptive": preemptive,
+        "policy": chosen.name,
+        "placement": chosen.placement,
+        "deployable": chosen.deployable,
+        "learned": chosen.learned,
+        "preemptive": run.preemptive,
         "workload": workload.label,
         "trace": workload.trace.source,
         "trace_format": workload.trace.format,
@@ -294,10 +326,10 @@ def run_policy(
         "seed": workload.seed,
         **workload_meta(workload),
         **settings.as_meta(),
-        "decisions": result.decisions,
+        "decisions": run.decisions,
         "version": __version__,
     }
-    return RunOutput(summary, records, samples, meta)
+    return RunOutput(summary, run.records, run.samples, meta)
 
 
 def save_run(out: str | Path, result: RunOutput) -> None:
