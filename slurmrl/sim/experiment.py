@@ -168,35 +168,23 @@ def prepare(
     :mod:`slurmrl.sim.limit_models`) unless ``time_limits`` is False.
     """
     from slurmrl.cluster import load_cluster
-    from slurmrl.scenarios import get_scenario
     from slurmrl.traces import check_fits, load_trace, select
 
-    if arrival_scale is not None and target_load is not None:
-        raise ConfigError("give --arrival-scale or --target-load, not both")
-    if arrival_scale is not None and not arrival_scale > 0:
-        raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
+    _check_scaling(arrival_scale, target_load)
     check_limit_model(limit_model)
-    label = trace or DEFAULT_TRACE
-    handover: float | None = None
-    warm = ""
-    if scenario is not None:
-        if trace is not None or cluster is not None or trace_format != "auto":
-            raise SlurmrlError(
-                "--scenario fixes the trace and the cluster; drop --trace/--cluster/--format or --scenario"
-            )
-        sc = get_scenario(scenario)
-        trace, cluster, label = sc.trace_path(), sc.cluster_spec(), sc.name
-        if sc.warmup_start is not None and start is None:
-            # select() rebases submit times to the window start: so is the hand-over.
-            start, handover, warm = sc.warmup_start, (sc.start or 0.0) - sc.warmup_start, sc.warm_policy
-        start = sc.start if start is None else start
-        end = sc.end if end is None else end
-        vcs = vcs or sc.vcs
-    the_cluster = load_cluster(cluster or DEFAULT_CLUSTER)
+    src = _source(scenario, trace, cluster, trace_format, _Window(start, end, vcs))
+    the_cluster = load_cluster(src.cluster or DEFAULT_CLUSTER)
     with paused_gc():
-        loaded = load_trace(trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
+        loaded = load_trace(src.trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
+        w = src.window
         chosen = select(
-            loaded, start=start, end=end, vcs=vcs or None, min_gpus=min_gpus, max_gpus=max_gpus, limit=limit
+            loaded,
+            start=w.start,
+            end=w.end,
+            vcs=w.vcs or None,
+            min_gpus=min_gpus,
+            max_gpus=max_gpus,
+            limit=limit,
         )
         chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
         if not chosen.jobs:
@@ -204,27 +192,95 @@ def prepare(
         factor = arrival_scale or 1.0
         if target_load is not None:
             factor = arrival_scale_for(chosen, the_cluster, target_load)
-        first_measured = None
-        if handover is not None:
-            first_measured = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= handover), None)
-            if first_measured is None:
-                raise SlurmrlError(
-                    f"scenario '{label}' keeps no job after its warm-up window",
-                    hint="--limit counts from the first warm-up job",
-                )
-        if factor != 1.0:
-            chosen = select(chosen, load=factor)
-        if first_measured is not None:
-            # The hand-over is the first measured job's arrival, on the (possibly scaled) timeline.
-            handover = chosen.jobs[first_measured].submit_time
+        chosen, handover = _scaled(chosen, factor, src)
         source = limit_source(chosen, limit_model)
         if time_limits:
             chosen = seed_time_limits(chosen, seed, limit_model)
     load = offered_load(chosen, the_cluster)
-    reference = sc.reference_gpu if scenario is not None else ""
     return Workload(
-        chosen, the_cluster, label, factor, load, seed, target_load, reference, handover, warm, source
+        chosen,
+        the_cluster,
+        src.label,
+        factor,
+        load,
+        seed,
+        target_load,
+        src.reference_gpu,
+        handover,
+        src.warm,
+        source,
     )
+
+
+def _check_scaling(arrival_scale: float | None, target_load: float | None) -> None:
+    if arrival_scale is not None and target_load is not None:
+        raise ConfigError("give --arrival-scale or --target-load, not both")
+    if arrival_scale is not None and not arrival_scale > 0:
+        raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The part of a trace selected: submit times from ``start`` to ``end``, and VCs."""
+
+    start: float | None
+    end: float | None
+    vcs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a workload's jobs and cluster come from: a scenario's, or the caller's trace and spec."""
+
+    trace: str | None
+    cluster: str | None
+    label: str
+    window: _Window
+    handover: float | None = None  # on the window's timeline (select() rebases to its start)
+    warm: str = ""  # the warm-up heuristic
+    reference_gpu: str = ""
+
+
+def _source(
+    scenario: str | None, trace: str | None, cluster: str | None, trace_format: str, window: _Window
+) -> _Source:
+    """A scenario's trace, cluster and window (the caller's start, end and VCs win), else the caller's own."""
+    if scenario is None:
+        return _Source(trace, cluster, trace or DEFAULT_TRACE, window)
+    from slurmrl.scenarios import get_scenario
+
+    if trace is not None or cluster is not None or trace_format != "auto":
+        raise SlurmrlError(
+            "--scenario fixes the trace and the cluster; drop --trace/--cluster/--format or --scenario"
+        )
+    sc = get_scenario(scenario)
+    start, handover, warm = window.start, None, ""
+    if sc.warmup_start is not None and start is None:
+        start, handover, warm = sc.warmup_start, (sc.start or 0.0) - sc.warmup_start, sc.warm_policy
+    chosen = _Window(
+        sc.start if start is None else start,
+        sc.end if window.end is None else window.end,
+        window.vcs or sc.vcs,
+    )
+    return _Source(sc.trace_path(), sc.cluster_spec(), sc.name, chosen, handover, warm, sc.reference_gpu)
+
+
+def _scaled(chosen: Trace, factor: float, src: _Source) -> tuple[Trace, float | None]:
+    """The jobs with arrivals scaled by ``factor``, and the hand-over: the first measured job's
+    arrival on the (possibly scaled) timeline."""
+    from slurmrl.traces import select
+
+    first = None
+    if src.handover is not None:
+        first = next((i for i, j in enumerate(chosen.jobs) if j.submit_time >= src.handover), None)
+        if first is None:
+            raise SlurmrlError(
+                f"scenario '{src.label}' keeps no job after its warm-up window",
+                hint="--limit counts from the first warm-up job",
+            )
+    if factor != 1.0:
+        chosen = select(chosen, load=factor)
+    return chosen, (chosen.jobs[first].submit_time if first is not None else None)
 
 
 @dataclass(frozen=True)
