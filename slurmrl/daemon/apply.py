@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from slurmrl.daemon.plan import PIN_FIELDS, Change
 from slurmrl.daemon.record import Record, Touched
@@ -116,79 +117,71 @@ def _restore_priority(backend: SlurmBackend, change: Change) -> None:
         set_nice(jid, change.orig_nice)
 
 
+RECORDED = ("site_factor", "priority", "gpus", *PIN_FIELDS, "admin_comment")
+
+
 def record_change(record: Record, change: Change, now: float) -> None:
-    """Update the record after Slurm accepted ``change``."""
+    """Update the record after Slurm accepted ``change``: a give-back clears the field, a first
+    setting also saves what to give back (:func:`_originals`), a later one only the new value."""
     entry = record.get(change.job_id)
     f = change.field
-    if f == "site_factor":
+    if f in RECORDED:
         if change.restore:
-            record.update(change.job_id, now, site_factor=None)
-        elif entry is None or entry.site_factor is None:
-            record.update(change.job_id, now, site_factor=change.new, orig_site_factor=change.orig or 0)
-        else:
-            record.update(change.job_id, now, site_factor=change.new)
-    elif f == "priority":
-        if change.restore:
-            record.update(change.job_id, now, priority=None)
-        elif entry is None or entry.priority is None:
-            record.update(
-                change.job_id,
-                now,
-                priority=change.new,
-                orig_priority=change.orig,
-                orig_nice=change.orig_nice,
-                orig_explicit_priority=change.orig_explicit,
-            )
-        else:
-            record.update(change.job_id, now, priority=change.new)
-    elif f == "gpus":
-        if change.restore:
-            record.update(change.job_id, now, gpus=None)
-        elif entry is None or entry.gpus is None:
-            record.update(change.job_id, now, gpus=change.new, orig_gpus=change.orig or "")
-        else:
-            record.update(change.job_id, now, gpus=change.new)
-    elif f in PIN_FIELDS:
-        orig_name = "orig_nodes" if f == "nodes" else "orig_prefer"
-        if change.restore:
-            record.update(
-                change.job_id,
-                now,
-                **{f: None},
-                nodes_since=None,
-                placement_blocked_until=max(
-                    change.block_until, entry.placement_blocked_until if entry else 0
-                ),
-                pin_refused=change.request or (entry.pin_refused if entry else ""),
-            )
+            fields = _given_back(change, entry)
         elif entry is None or getattr(entry, f) is None:
-            orig = change.orig or (() if f == "nodes" else "")
-            record.update(change.job_id, now, **{f: change.new, orig_name: orig}, nodes_since=now)
+            fields = {f: change.new, **_originals(change), **_with_every_setting(change, now)}
         else:
-            record.update(change.job_id, now, **{f: change.new}, nodes_since=now)
-    elif f == "admin_comment":
-        if change.restore:
-            record.update(change.job_id, now, admin_comment=None, note_stale=False)
-        elif entry is None or entry.admin_comment is None:
-            record.update(
-                change.job_id,
-                now,
-                admin_comment=change.new,
-                orig_admin_comment=change.orig or "",
-                note_stale=False,
-            )
-        else:
-            record.update(
-                change.job_id,
-                now,
-                admin_comment=change.new,
-                orig_admin_comment=change.orig or "",
-                note_stale=False,
-            )
+            fields = {f: change.new, **_with_every_setting(change, now)}
+        record.update(change.job_id, now, **fields)
     if f != "admin_comment":
         after = record.get(change.job_id)
         if after is not None and after.admin_comment is not None:
             record.put(replace(after, note_stale=True))
+
+
+def _originals(change: Change) -> dict[str, Any]:
+    """What a field's first setting saves to give back: Slurm's value before the daemon's."""
+    f = change.field
+    if f == "site_factor":
+        return {"orig_site_factor": change.orig or 0}
+    if f == "priority":
+        return {
+            "orig_priority": change.orig,
+            "orig_nice": change.orig_nice,
+            "orig_explicit_priority": change.orig_explicit,
+        }
+    if f == "gpus":
+        return {"orig_gpus": change.orig or ""}
+    if f == "nodes":
+        return {"orig_nodes": change.orig or ()}
+    if f == "prefer":
+        return {"orig_prefer": change.orig or ""}
+    return {}
+
+
+def _with_every_setting(change: Change, now: float) -> dict[str, Any]:
+    """Fields a setting refreshes whether first or not: a pin's start time; a note's original text
+    (the admin's own, which a note replaces whole) and its freshness."""
+    if change.field in PIN_FIELDS:
+        return {"nodes_since": now}
+    if change.field == "admin_comment":
+        return {"orig_admin_comment": change.orig or "", "note_stale": False}
+    return {}
+
+
+def _given_back(change: Change, entry: Touched | None) -> dict[str, Any]:
+    """The record's fields after a give-back; a pin keeps why and until when it may not come back."""
+    f = change.field
+    if f in PIN_FIELDS:
+        return {
+            f: None,
+            "nodes_since": None,
+            "placement_blocked_until": max(change.block_until, entry.placement_blocked_until if entry else 0),
+            "pin_refused": change.request or (entry.pin_refused if entry else ""),
+        }
+    if f == "admin_comment":
+        return {"admin_comment": None, "note_stale": False}
+    return {f: None}
 
 
 def _mark_unsure(record: Record, job_id: str, name: str, unsure: bool) -> None:
