@@ -160,8 +160,8 @@ def _originals(change: Change) -> dict[str, Any]:
 
 
 def _with_every_setting(change: Change, now: float) -> dict[str, Any]:
-    """Fields a setting refreshes whether first or not: a pin's start time; a note's original text
-    (the admin's own, which a note replaces whole) and its freshness."""
+    """Fields a setting refreshes whether first or not: a pin's start time; for a note, the admin's
+    own text it was appended to (restored when the note is given back) and its freshness."""
     if change.field in PIN_FIELDS:
         return {"nodes_since": now}
     if change.field == "admin_comment":

@@ -79,8 +79,8 @@ class DaemonConfig:
     # 1 on a production controller.
     time_scale: float = 1.0
     # Days of finished jobs read back from accounting (sacct) when the daemon starts, so
-    # history-based policies decide on the history they were trained with, not a cold
-    # one after every restart; 0 = start cold.
+    # history-based policies do not decide on a cold history after every restart;
+    # 0 = start cold.
     history_days: float = 7.0
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)

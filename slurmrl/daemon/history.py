@@ -10,8 +10,8 @@ snapshot still holds the job, else that snapshot's time (at most one cycle
 late). A job back in the queue (requeued) is not reported.
 
 The history lives in memory, so a restarted daemon would decide on a cold
-one for hours, unlike the warm history its policies were trained with; so at
-start it reads the last ``history_days`` of ended jobs back from accounting
+one for hours (topdrl was trained with a warm one); so at start it reads
+the last ``history_days`` of ended jobs back from accounting
 (:mod:`slurmrl.slurm.accounting`) and reports them with its first view,
 oldest first, as if it had seen them end.
 """

@@ -3,9 +3,9 @@
 History-based policies (QSSF's run-time estimates, topdrl's per-user and
 per-account history, maifs's estimator) learn only from jobs they saw end.
 A daemon that learned only from its own cycles would forget all of it at
-every restart and decide for hours on a cold history, unlike the warm
-history its policies were trained and judged with; slurmdbd keeps that
-history, so the daemon reads it once when it starts.
+every restart and decide for hours on a cold history (topdrl was trained
+with a warm one); slurmdbd keeps that history, so the daemon reads it once
+when it starts.
 
 One ``sacct`` query covers the whole look-back (``-X``: allocations, not
 steps; ``-a``: every user, which an Operator may read). Its fields are
