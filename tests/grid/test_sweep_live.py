@@ -60,7 +60,7 @@ def test_ctrl_c_cancels_the_array_and_keeps_finished_cells(tmp_path: Path) -> No
         "--policies",
         "fifo",
         "--seeds",
-        "12",  # array tasks run one at a time for about a second each: time to interrupt
+        "6",
         "--executor",
         "slurm",
         "--partition",
@@ -89,7 +89,7 @@ def test_ctrl_c_cancels_the_array_and_keeps_finished_cells(tmp_path: Path) -> No
         if array:
             live_slurm.slurm("scancel", array)
     kept = sorted(out.glob("cells/*/row.json"))
-    assert 1 <= len(kept) < 12
+    assert 1 <= len(kept) < 6
     assert "interrupted: finished cells are kept" in proc.stderr.read()  # type: ignore[union-attr]
 
     states = live_slurm.array_states(array)
