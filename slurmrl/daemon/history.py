@@ -73,7 +73,8 @@ class FinishedTracker:
         self._earlier: list[FinishedJob] = []  # ended before the daemon started, for the next view
 
     def seed(self, earlier: Sequence[FinishedJob]) -> None:
-        """Jobs that ended before the first cycle, reported (oldest first) with the next view."""
+        """Jobs that ended before now, reported (oldest first) with the next view: at start, and
+        for a policy that a reload put in place, which has seen none."""
         self._earlier = list(earlier)
 
     def with_finished(self, view: ClusterView, snapshot: Snapshot) -> ClusterView:
@@ -89,7 +90,8 @@ class FinishedTracker:
             start = job.start_time if job.start_time is not None else end
             finished.append(FinishedJob(job, end_time=end, run_time=max(0.0, end - start)))
         self._running = now_running
-        if self._earlier:
-            finished = [*self._earlier, *finished]
+        if self._earlier:  # read from accounting: a job seen ending since is there already
+            read = {f.job.job_id for f in self._earlier}
+            finished = [*self._earlier, *(f for f in finished if f.job.job_id not in read)]
             self._earlier = []
         return replace(view, finished=finished) if finished else view

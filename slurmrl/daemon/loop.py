@@ -143,7 +143,7 @@ class Daemon:
         self.notifier = Notifier()
         self._adopted = False
         self.history = FinishedTracker()  # jobs that ended between cycles, for history-based policies
-        self._history_read = False  # ended jobs read back from accounting, once per start
+        self._history_read = False  # ended jobs read back from accounting, once per start and new policy
         self._stop = False
         self._reload = False
         # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
@@ -490,6 +490,8 @@ class Daemon:
             self.notifier.send("READY=1")
             return False
         self.audit.close()  # reopened on the next write: logrotate's new file
+        if policy is not self.policy:
+            self._history_read = False  # the new policy learns the history afresh
         self.config, self.policy = new, policy
         self.audit = AuditLog(new.audit_log or None)
         LOGGER.setLevel(new.log_level.upper())

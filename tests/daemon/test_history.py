@@ -9,7 +9,7 @@ import fake_slurm  # loaded by conftest.py
 
 from slurmrl.cluster import GpuPool, load_cluster
 from slurmrl.daemon.checks import history_check
-from slurmrl.daemon.config import DaemonConfig
+from slurmrl.daemon.config import DaemonConfig, load_config
 from slurmrl.daemon.history import FinishedTracker, read_earlier
 from slurmrl.daemon.loop import Daemon
 from slurmrl.daemon.metrics import DaemonMetrics
@@ -173,3 +173,31 @@ def test_daemon_check_says_what_history_the_daemon_will_start_with() -> None:
     fake.gpus_tracked = False
     cold = history_check(cfg, fake, fake.snapshot())
     assert cold.ok and cold.detail.startswith("warning: the daemon will start cold: accounting keeps no GPU")
+
+
+def test_a_job_read_from_accounting_and_seen_ending_is_reported_once() -> None:
+    tracker = FinishedTracker()
+    running = JobView("1", 2, submit_time=0.0, start_time=10.0)
+    tracker.with_finished(_view(30.0, [running]), _snap(30.0))
+    tracker.seed([FinishedJob(running, end_time=50.0, run_time=40.0)])  # a reload read it back
+    again = tracker.with_finished(_view(60.0, []), _snap(60.0))
+    assert [(f.job.job_id, f.end_time) for f in again.finished] == [("1", 50.0)]
+
+
+def test_a_reload_to_another_policy_hands_it_the_history_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "d.toml"
+    path.write_text(
+        f'policy = "qssf"\nstate_file = "{tmp_path}/state.json"\naudit_log = "{tmp_path}/audit.jsonl"\n'
+    )
+    fake = FakeSlurm([fake_slurm.pending("9", 2, NOW - 100, user="alice")], now=NOW)
+    fake.ended = [_ended(str(i), "alice", NOW - DAY + i, 900.0) for i in range(5)]
+    daemon = Daemon(load_config(path), fake, metrics=DaemonMetrics(), clock=lambda: NOW, sleep=lambda s: None)
+    assert daemon.run_once()
+    path.write_text(path.read_text() + 'placement = "first-fit"\n')  # another policy object
+    assert daemon.reload() and daemon.run_once()
+    assert daemon.policy.ordering.estimator.from_history("alice", gpu_bucket(2)) == 900.0  # type: ignore[attr-defined]
+    assert len([c for c in fake.calls if c[0] == "finished_jobs"]) == 2
+    path.write_text(path.read_text() + "interval = 7\n")  # the same policy: nothing read again
+    assert daemon.reload() and daemon.run_once()
+    assert len([c for c in fake.calls if c[0] == "finished_jobs"]) == 2
+    daemon.close()
