@@ -19,6 +19,7 @@ history at the hand-over, so the inherited jobs keep their limits as keys
 and wait.
 
     python benchmarks/estimate_orderings.py --scenario philly-448-week2-val [--seeds 3] [--only cap]
+        [--handover-history 7]   (the history the daemon reads at start, handed over too)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from slurmrl.policy.backfill import EasyBackfill
 from slurmrl.policy.ordering.ranking import Ranked, Ranking
 from slurmrl.policy.registry import make_placement
 from slurmrl.policy.view import ClusterView, JobView
-from slurmrl.sim.experiment import prepare, run_policy
+from slurmrl.sim.experiment import SimSettings, prepare, run_policy
 
 UNKNOWN_LIMIT_S = 86400.0  # the featurizer's stand-in for a job without a limit
 History = dict[str, list[float]]  # VC -> [finished jobs, sum of log1p run times]
@@ -94,7 +95,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--fit-seed", type=int, default=0, help="time-limit seed of the fitted jobs")
     parser.add_argument("--only", default="fit,cap", help="orderings to replay: fit, cap or both")
+    parser.add_argument(
+        "--handover-history",
+        type=float,
+        default=0.0,
+        metavar="DAYS",
+        help="warm-started scenarios: the warm-up's jobs ended in the last DAYS days, handed over as finished",
+    )
     args = parser.parse_args(argv)
+    settings = SimSettings(handover_history=args.handover_history)
 
     train = window(
         table(sorted(prepare(scenario="philly-4w", seed=args.fit_seed).trace.jobs, key=_submit)), "0-7"
@@ -105,11 +114,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     chosen = [name for name in args.only.split(",") if name]
     for seed in range(args.seed, args.seed + args.seeds):
         workload = prepare(scenario=args.scenario, seed=seed)
-        base = run_policy(workload, "sjf-limit", placement="topology").summary
+        base = run_policy(workload, "sjf-limit", placement="topology", settings=settings).summary
         cells = [f"sjf-limit {_figures(base)}"]
         for name in chosen:
             policy = EasyBackfill(name, FirstSightOrdering(keys[name]), make_placement("topology"))
-            summary = run_policy(workload, policy, placement="topology").summary
+            summary = run_policy(workload, policy, placement="topology", settings=settings).summary
             change = 100.0 * (summary["avg_jct"] / base["avg_jct"] - 1.0)
             cells.append(f"{name} {_figures(summary)} ({change:+.1f}%)")
         print(f"{args.scenario} seed {seed}: " + " | ".join(cells), flush=True)
