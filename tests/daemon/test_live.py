@@ -41,8 +41,8 @@ ACCOUNT = f"slurmrl-d{os.getpid()}"
 FILL = f"{ACCOUNT}-fill"
 
 
-def sbatch(*args: str, account: str = ACCOUNT) -> str:
-    return live_slurm.sbatch(*args, account=account)
+def sbatch(*args: str, account: str = ACCOUNT, wrap: str = "sleep 600") -> str:
+    return live_slurm.sbatch(*args, account=account, wrap=wrap)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -302,3 +302,42 @@ def test_elastic_job_gets_its_gpu_request_changed_and_given_back(tmp_path: Path)
     wait_for(lambda: state(elastic) == "RUNNING", 30, "the resized job to start")
     assert show(elastic)["NodeList"] == "node[02-03]" and request(elastic)["TresPerNode"] == "gres:gpu:2"
     cancel(fill + [elastic, rigid])
+
+
+class FirstView:
+    """fifo, keeping the first view the daemon hands it."""
+
+    name, deployable = "first-view", True
+
+    def __init__(self) -> None:
+        from slurmrl.policy import make_policy
+
+        self.inner = make_policy("fifo", "first-fit")
+        self.first = None
+
+    def bind_oracle(self, durations) -> None:
+        pass
+
+    def decide(self, view):
+        if self.first is None:
+            self.first = view
+        return self.inner.decide(view)
+
+
+def test_a_started_daemon_hands_its_policy_the_jobs_accounting_kept(tmp_path: Path) -> None:
+    """sacct through the CLI backend to the policy's first view, the run time Slurm recorded."""
+    done = sbatch("--gres=gpu:2", "-t", "3", wrap="sleep 2")
+    backend = make_backend(make_config(tmp_path))
+    wait_for(
+        lambda: any(j.job_id == done for j in backend.finished_jobs(time.time() - 600, time.time() + 1).jobs),
+        60,
+        f"job {done} in sacct",
+    )
+    policy = FirstView()
+    daemon = Daemon(
+        make_config(tmp_path, history_days=1.0, dry_run=True), backend, policy=policy, metrics=DaemonMetrics()
+    )
+    assert daemon.cycle().error is None
+    seen = {f.job.job_id: f for f in policy.first.finished}
+    assert seen[done].job.gpus == 2 and seen[done].job.group == ACCOUNT and 1.0 <= seen[done].run_time <= 30.0
+    assert daemon.metrics.history_jobs._value.get() == len(policy.first.finished)
