@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from slurmrl.replay.plan import NAME_PREFIX, ReplayJob
-from slurmrl.slurm.parse_text import parse_hosts, parse_scontrol_jobs, parse_timestamp
+from slurmrl.slurm.parse_text import output_lines, parse_hosts, parse_scontrol_jobs, parse_timestamp
 from slurmrl.slurm.run import CommandFailed, JobNotFound, call
 from slurmrl.slurm.snapshot import SlurmJob
 
@@ -75,7 +75,7 @@ class SlurmJobs:
             env=self.env,
         ).stdout
         out = []
-        for line in text.splitlines():
+        for line in output_lines(text):
             parts = line.split("|")
             if len(parts) != 6:
                 continue
@@ -101,7 +101,7 @@ class SlurmJobs:
             env=self.env,
         ).stdout
         ids = []
-        for line in text.splitlines():
+        for line in output_lines(text):
             job_id, _, name = line.partition("|")
             if name.startswith(NAME_PREFIX):
                 ids.append(job_id.strip())

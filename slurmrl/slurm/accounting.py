@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest
-from slurmrl.slurm.parse_text import parse_timestamp
+from slurmrl.slurm.parse_text import output_lines, parse_timestamp
 from slurmrl.slurm.records import SlurmJob
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ def tracks_gpus(show_config: str) -> bool:
 
 def parse_sacct(text: str, until: float | None = None) -> Accounted:
     """``sacct`` output in :data:`SACCT_FIELDS` order -> the ended jobs that ran, by end time."""
-    lines = (line for line in text.splitlines() if line.strip())
+    lines = (line for line in output_lines(text) if line.strip())
     return collect(lines, lambda line: _record(line.split(DELIMITER)), until)
 
 

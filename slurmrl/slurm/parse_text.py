@@ -288,10 +288,20 @@ def parse_hosts(text: str) -> tuple[str, ...]:
         raise SlurmError(f"cannot read node list '{text}': {exc}") from None
 
 
+def output_lines(text: str) -> list[str]:
+    """A Slurm command's output as its lines, split at newlines only.
+
+    ``str.splitlines`` also splits at form feeds, vertical tabs, the ASCII
+    separators and Unicode line breaks, which a user may put in a job name
+    or comment: one record would then read as two, the first cut short.
+    """
+    return text.split("\n")
+
+
 def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
     """Records printed by ``squeue -h -a -t all -o SQUEUE_FORMAT``."""
     jobs = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(output_lines(text), 1):
         if not line.strip():
             continue
         parts = line.split(SEP, len(SQUEUE_FIELDS) - 1)
@@ -340,7 +350,7 @@ def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:
 
 def parse_scontrol_jobs(text: str) -> tuple[SlurmJob, ...]:
     """Records of ``scontrol show job -d -o`` (one job per line)."""
-    return tuple(_job(split_record(line)) for line in text.splitlines() if line.startswith("JobId="))
+    return tuple(_job(split_record(line)) for line in output_lines(text) if line.startswith("JobId="))
 
 
 def _job(pairs: list[tuple[str, str]]) -> SlurmJob:
@@ -458,7 +468,7 @@ def parse_megabytes(text: str) -> int | None:
 def parse_scontrol_nodes(text: str) -> tuple[SlurmNode, ...]:
     """Records of ``scontrol show node -d -o``."""
     out = []
-    for line in text.splitlines():
+    for line in output_lines(text):
         if not line.startswith("NodeName="):
             continue
         f: dict[str, str] = {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmrl.slurm.accounting import (
     DELIMITER,
@@ -138,3 +140,22 @@ def test_the_cli_backend_asks_the_config_then_sacct_once() -> None:
     read = CliBackend(runner=runner).finished_jobs(until - 86_400.0, until)
     assert [j.job_id for j in read.jobs] == ["8", "7"] and read.gpus_tracked
     assert calls == [["scontrol", "show", "config"], sacct_argv(until - 86_400.0, until)]
+
+
+_FIELD = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["COMPLETED", "CANCELLED by 0", "2026-11-20T10:05:00", "Unknown", "None", "120", ""]),
+)
+
+
+@given(st.lists(st.lists(_FIELD, min_size=0, max_size=len(SACCT_FIELDS) + 2), max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_any_sacct_text_reads_without_an_exception_and_every_line_is_accounted_for(rows) -> None:
+    """Odd records are counted, never raised: one bad line must not cost the daemon its history."""
+    lines = [DELIMITER.join(r).replace("\n", " ") for r in rows]
+    read = parse_sacct("\n".join(lines))
+    assert len(read.jobs) + read.unreadable <= sum(1 for line in lines if line.strip())
+    wrong = sum(1 for line in lines if line.strip() and len(line.split(DELIMITER)) != len(SACCT_FIELDS))
+    assert read.unreadable >= wrong
+    assert all(j.end_time is not None and j.start_time is not None for j in read.jobs)
+    assert [j.end_time for j in read.jobs] == sorted(j.end_time for j in read.jobs)

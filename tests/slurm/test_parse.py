@@ -255,3 +255,24 @@ def test_durations() -> None:
     assert parse_duration("2:00:00") == 7200
     assert parse_duration("30") == 1800
     assert parse_duration("1-2") == 86400 + 7200
+
+
+ODD = "odd\x0cname\x1eend\u2028x"  # form feed, record separator, line separator: in a job name
+
+
+def test_a_job_name_with_line_breaks_other_than_newline_keeps_its_record_whole() -> None:
+    """``scontrol -o`` and ``squeue`` end records at newlines only; a name may hold other breaks."""
+    text = (
+        f"JobId=5 JobName={ODD} UserId=alice(1000) JobState=PENDING Reason=Resources "
+        "NumNodes=1 TimeLimit=01:00:00 SubmitTime=2026-01-01T00:00:00 Partition=gpu TresPerNode=gres:gpu:2\n"
+        "JobId=6 JobName=plain UserId=bob(1001) JobState=PENDING Reason=Priority NumNodes=1 "
+        "TimeLimit=00:30:00 SubmitTime=2026-01-01T00:00:00 Partition=gpu TresPerNode=gres:gpu:1\n"
+    )
+    jobs = {j.job_id: j for j in parse_scontrol_jobs(text)}
+    assert set(jobs) == {"5", "6"}
+    assert (jobs["5"].name, jobs["5"].state, jobs["5"].gpus.total, jobs["5"].time_limit) == (
+        ODD,
+        "PENDING",
+        2,
+        3600.0,
+    )
