@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmrl.traces.rows import Builder, RowError, parse_count, parse_float, read_text
+from slurmrl.traces.rows import Builder, RowError, parse_count, parse_float, read_text, text_lines
 from slurmrl.traces.schema import Trace, TraceJob
 
 # Steps per second of each job type alone on one V100 ("null" entries under "v100"
@@ -98,7 +98,7 @@ def family(job_type: str) -> str:
 def load(path: Path, display: str, skip_bad: bool) -> Trace:
     b = Builder(display, "gavel", skip_bad)
     index = 0
-    for line_no, line in enumerate(read_text(path, display).splitlines(), start=1):
+    for line_no, line in enumerate(text_lines(read_text(path, display)), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")

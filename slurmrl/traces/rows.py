@@ -75,6 +75,15 @@ def read_text(path: Path, display: str) -> str:
         ) from None
 
 
+def text_lines(text: str) -> list[str]:
+    """A text file's lines as an editor numbers them: at ``\n`` and ``\r\n`` only.
+
+    ``str.splitlines`` also breaks at form feeds, vertical tabs and other
+    separators, so a stray one would shift every line number an error names.
+    """
+    return text.replace("\r\n", "\n").split("\n")
+
+
 # ---------------------------------------------------------------- field parsers
 
 

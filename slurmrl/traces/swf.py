@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 from slurmrl.errors import TraceError
-from slurmrl.traces.rows import Builder, RowError, parse_float, read_text
+from slurmrl.traces.rows import Builder, RowError, parse_float, read_text, text_lines
 from slurmrl.traces.schema import Trace, TraceJob
 
 FIELDS = (
@@ -54,7 +54,7 @@ def load(path: Path, display: str, skip_bad: bool, *, procs_per_gpu: int = 1) ->
     if procs_per_gpu < 1:
         raise TraceError(f"procs_per_gpu must be >= 1, got {procs_per_gpu}", file=display)
     b = Builder(display, "swf", skip_bad)
-    for line_no, line in enumerate(read_text(path, display).splitlines(), start=1):
+    for line_no, line in enumerate(text_lines(read_text(path, display)), start=1):
         text = line.strip()
         if not text or text.startswith(";"):
             continue

@@ -147,3 +147,12 @@ def test_pai_bad_task_row_names_task_file(tmp_path: Path) -> None:
         load_trace(path)
     assert info.value.file == str(tmp_path / "pai_task_table.csv")
     assert info.value.line == 1 and info.value.column == "plan_gpu"
+
+
+def test_a_stray_form_feed_does_not_shift_the_line_an_error_names(tmp_path: Path) -> None:
+    """Lines are counted at newlines, as an editor counts them (str.splitlines also breaks at \\f)."""
+    path = write(
+        tmp_path / "t.trace",
+        "A3C\tcmd\fx\t-n\t1\t100\t0\t1\r\nA3C\tcmd\t-n\t1\t100\t0\t1\nGPT-9\tcmd\t-n\t1\t100\t0\t1\n",
+    )
+    raises_at(path, 3, "job_type")
