@@ -136,6 +136,8 @@ def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
 
 def history_check(config: DaemonConfig, backend: SlurmBackend, snapshot: Snapshot) -> CheckResult:
     """What the daemon will read back from accounting at start; a cold start is a warning, not a failure."""
+    if config.history_days <= 0:
+        return CheckResult("history", True, "off (history_days = 0): the daemon starts cold")
     earlier = read_earlier(backend, config.history_days, snapshot)
     if earlier.problem:
         return CheckResult("history", True, f"warning: the daemon will start cold: {earlier.problem}")

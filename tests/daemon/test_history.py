@@ -173,6 +173,8 @@ def test_daemon_check_says_what_history_the_daemon_will_start_with() -> None:
     fake.gpus_tracked = False
     cold = history_check(cfg, fake, fake.snapshot())
     assert cold.ok and cold.detail.startswith("warning: the daemon will start cold: accounting keeps no GPU")
+    off = history_check(DaemonConfig(history_days=0), fake, fake.snapshot())
+    assert off.ok and off.detail == "off (history_days = 0): the daemon starts cold"
 
 
 def test_a_job_read_from_accounting_and_seen_ending_is_reported_once() -> None:
