@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import pwd
-import re
 from dataclasses import dataclass
 
 from slurmrl.daemon.config import DaemonConfig
 from slurmrl.daemon.history import read_earlier
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.backend import SlurmBackend
+from slurmrl.slurm.parse_text import parse_show_config
 from slurmrl.slurm.run import call
 from slurmrl.slurm.snapshot import PinSupport, Snapshot
 
@@ -30,12 +30,7 @@ class CheckResult:
 def slurm_config(config: DaemonConfig) -> dict[str, str]:
     """``scontrol show config`` as a dict (keys as Slurm prints them)."""
     out = call(["scontrol", "show", "config"], timeout=config.slurm.timeout, env=_env(config)).stdout
-    values: dict[str, str] = {}
-    for line in out.splitlines():
-        m = re.match(r"^(\w+)\s*=\s*(.*)$", line.strip())
-        if m:
-            values.setdefault(m.group(1), m.group(2).strip())
-    return values
+    return parse_show_config(out)
 
 
 def priority_checks(values: dict[str, str], mode: str) -> list[CheckResult]:

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from slurmrl.errors import SlurmError
 from slurmrl.slurm.parse_gres import NO_GPUS, GpuRequest
-from slurmrl.slurm.parse_text import output_lines, parse_timestamp
+from slurmrl.slurm.parse_text import SEP, output_lines, parse_show_config, parse_timestamp
 from slurmrl.slurm.records import SlurmJob
 
 T = TypeVar("T")
@@ -46,7 +46,7 @@ SACCT_FIELDS = (
     "Comment",
     "AdminComment",
 )
-DELIMITER = "\x1f"  # ASCII unit separator: never in a job name a user can type
+DELIMITER = SEP  # the squeue reader's ASCII unit separator: never in a job name a user can type
 # Base states of a job that ran and is over (sacct(1), JOB STATE CODES); a
 # requeued job (REQUEUED, then PENDING again) has not ended.
 ENDED_STATES = frozenset(
@@ -118,11 +118,13 @@ def gpus_of_tres(tres: dict[str, int]) -> GpuRequest:
 
 def tracks_gpus(show_config: str) -> bool:
     """Whether ``scontrol show config`` lists ``gres/gpu`` (or a typed one) in ``AccountingStorageTRES``."""
-    for line in show_config.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "AccountingStorageTRES":
-            return any(t.strip().lower().startswith("gres/gpu") for t in value.split(","))
-    return False
+    return tres_has_gpus(parse_show_config(show_config).get("AccountingStorageTRES", "").split(","))
+
+
+def tres_has_gpus(items: Iterable[str] | None) -> bool:
+    """Whether AccountingStorageTRES's items hold ``gres/gpu`` or a typed ``gres/gpu:X``: without
+    one, accounting keeps no GPU counts."""
+    return any(str(t).strip().lower().startswith("gres/gpu") for t in items or ())
 
 
 def parse_sacct(text: str, until: float | None = None) -> Accounted:

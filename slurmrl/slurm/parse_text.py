@@ -217,6 +217,7 @@ KNOWN_KEYS = frozenset(
     }
 )
 _KEY = re.compile(r"(?:(?<=\s)|^)([A-Za-z_][A-Za-z0-9_/:]*)=")
+_CONFIG_LINE = re.compile(r"^(\w+)\s*=\s*(.*)$")  # one ``Key = value`` line of ``scontrol show config``
 
 
 def split_record(line: str) -> list[tuple[str, str]]:
@@ -296,6 +297,16 @@ def output_lines(text: str) -> list[str]:
     or comment: one record would then read as two, the first cut short.
     """
     return text.split("\n")
+
+
+def parse_show_config(text: str) -> dict[str, str]:
+    """``scontrol show config`` as ``{Key: value}`` (keys as Slurm prints them; the first of a repeat)."""
+    values: dict[str, str] = {}
+    for line in output_lines(text):
+        m = _CONFIG_LINE.match(line.strip())
+        if m:
+            values.setdefault(m.group(1), m.group(2).strip())
+    return values
 
 
 def parse_squeue_text(text: str) -> tuple[SlurmJob, ...]:

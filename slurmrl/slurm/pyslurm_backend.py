@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from slurmrl.errors import SlurmError
-from slurmrl.slurm.accounting import ENDED_STATES, Accounted, collect, gpus_of_tres
+from slurmrl.slurm.accounting import ENDED_STATES, Accounted, collect, gpus_of_tres, tres_has_gpus
 from slurmrl.slurm.backend import live_cluster
 from slurmrl.slurm.cli_backend import CliBackend
 from slurmrl.slurm.elastic import GpuAsk
@@ -208,7 +208,7 @@ class PyslurmBackend:
         (pyslurm/db/job.pyx). The record's attributes are read in :func:`db_record`.
         """
         config = self._accounting("slurmctld.Config.load", self.pyslurm.slurmctld.Config.load)
-        tracked = accounting_tracks_gpus(config.accounting_storage_tres)
+        tracked = tres_has_gpus(config.accounting_storage_tres)
         window = self.pyslurm.db.JobFilter(start_time=_epoch(since), end_time=_epoch(until))
         jobs = self._accounting("db.Jobs.load", lambda: self.pyslurm.db.Jobs.load(window))
         return replace(read_db_jobs(jobs.values(), until), gpus_tracked=tracked)
@@ -358,12 +358,6 @@ def dependency_text(deps: Any) -> str:
     if deps.get("singleton"):
         parts.append("singleton")
     return ("?" if deps.get("satisfy") == "any" else ",").join(parts)
-
-
-def accounting_tracks_gpus(tres: Iterable[str] | None) -> bool:
-    """Whether AccountingStorageTRES (pyslurm's list of its comma-separated items) holds
-    ``gres/gpu`` or a typed ``gres/gpu:X``: without it accounting keeps no GPU counts."""
-    return any(str(t).strip().lower().startswith("gres/gpu") for t in tres or ())
 
 
 def _epoch(t: float) -> int:
