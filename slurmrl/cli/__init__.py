@@ -13,6 +13,7 @@ import click
 
 from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
+from slurmrl.process_settings import one_blas_thread
 
 # name -> "module:attribute" of the click command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -58,6 +59,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        one_blas_thread()  # small matrices: BLAS threads cost CPU, not wall (slurmrl.process_settings)
         try:
             return super().invoke(ctx)
         except SlurmrlError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 
 from slurmrl.errors import ConfigError
 from slurmrl.executors import Outcome, error_line
+from slurmrl.process_settings import one_blas_thread
 
 PRELOAD = ["slurmrl.sim.experiment"]
 
@@ -69,7 +70,10 @@ class LocalExecutor:
     def _pool(self, task: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Outcome]:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)), mp_context=context)
+        # A worker per core already: each keeps to one BLAS thread (slurmrl.process_settings).
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.jobs, len(items)), mp_context=context, initializer=one_blas_thread
+        )
         pending: dict[Future, int] = {}
         # Killed by SIGTERM (a batch system's time limit, `kill`), the process would
         # leave its workers running their tasks: raise instead, as Ctrl-C does.

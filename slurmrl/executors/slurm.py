@@ -11,6 +11,7 @@ be on a file system the compute nodes share with this machine.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any
 import slurmrl
 from slurmrl.errors import ConfigError
 from slurmrl.executors import Outcome, error_line
+from slurmrl.process_settings import one_blas_thread
 
 POLL_SECONDS = 1.0
 # After Ctrl-C, how long to wait for the cancelled array's tasks to leave the queue.
@@ -145,7 +147,7 @@ class SlurmExecutor:
             return
         executor = self._submitit()
         try:
-            jobs = executor.map_array(task, items)
+            jobs = executor.map_array(functools.partial(_on_one_blas_thread, task), items)
         except Exception as exc:  # sbatch refused the script (partition, account, time)
             raise ConfigError(f"sbatch refused the job array: {error_line(exc)}", column="executor") from None
         self.array_id = str(jobs[0].job_id).split("_")[0]
@@ -166,6 +168,12 @@ class SlurmExecutor:
             # Ctrl-C: cancel the array's tasks that have not ended; finished ones keep their results.
             _cancel(self.array_id)
             raise
+
+
+def _on_one_blas_thread(task: Callable[[Any], Any], item: Any) -> Any:
+    """An array task: ``task(item)`` on one BLAS thread, as a local worker runs it (slurmrl.process_settings)."""
+    one_blas_thread()
+    return task(item)
 
 
 def _cancel(array_id: str, wait: float = CANCEL_WAIT_SECONDS) -> None:

@@ -46,6 +46,7 @@ from slurmrl.rl.env import EnvConfig, build_env, env_config
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
+from slurmrl.rl.runs import one_core
 from slurmrl.rl.topdrl import PLACEMENT, TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
 from slurmrl.rl.yardstick import validation_workload
 from slurmrl.sim.experiment import Workload
@@ -122,7 +123,7 @@ class TrainResult:
 
 def _env_fn(cfg: EnvConfig, workloads: Sequence[Workload] | None) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
-        torch.set_num_threads(1)
+        one_core()
         return build_env(cfg, workloads=workloads)
 
     return make
@@ -587,7 +588,7 @@ def train(
     env_cfg = env_config(cfg.env, **cfg.env_overrides)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    torch.set_num_threads(1)
+    one_core()
     envs = _vector(cfg, env_cfg, workloads)
     net = new_network(env_cfg.obs, hidden=cfg.hidden, conv=cfg.conv)
     if env_cfg.lead:

@@ -30,6 +30,7 @@ from slurmrl.rl.harmony.train import HarmonyConfig, evaluate
 from slurmrl.rl.meta.inner import learn
 from slurmrl.rl.meta.reptile import new_net
 from slurmrl.rl.nets.torch_nets import HarmonyNet
+from slurmrl.rl.runs import one_core
 from slurmrl.sim.experiment import Workload
 
 CURVE_POINTS = (0, 1, 5, 20)
@@ -141,7 +142,7 @@ def adapt_curve(
 
 def run_adaptation(meta_dir: Path, split: Split, cfg: AdaptConfig, out: Path) -> list[CurvePoint]:
     """The three curves; the meta-initialised network after ``cfg.episodes`` episodes is saved in ``out``."""
-    torch.set_num_threads(1)
+    one_core()
     meta_net, obs, ordering = load_weights(meta_dir)
     env_cfg = replace(cfg.inner.env, episode_jobs=cfg.episode_jobs, obs=obs, ordering=ordering)
     env = PlacementEnv(env_cfg, workloads=[split.adapt])

@@ -1,0 +1,78 @@
+"""One BLAS thread where the project runs, a user's own count kept, and glibc told to keep freed memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from slurmrl.executors.local import LocalExecutor, available_cores
+from slurmrl.process_settings import BLAS_THREAD_VARIABLES, keep_freed_memory
+
+# Prints the BLAS libraries' thread counts after one_blas_thread(), numpy loaded before or after it.
+PROBE = """
+import json, sys
+if sys.argv[1] == "before":
+    import numpy
+from slurmrl.process_settings import one_blas_thread
+one_blas_thread()
+import numpy
+from threadpoolctl import threadpool_info
+print(json.dumps([p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]))
+"""
+
+
+def _blas_threads(when: str, **env: str) -> list[int]:
+    clean = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES and k != "OMP_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, when], env={**clean, **env}, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_blas_keeps_to_one_thread_whether_numpy_loaded_first_or_not(when: str) -> None:
+    threads = _blas_threads(when)
+    assert threads and set(threads) == {1}
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="OpenBLAS runs no more threads than cores")
+def test_a_count_the_user_set_is_kept() -> None:
+    threads = _blas_threads("before", OPENBLAS_NUM_THREADS="3")
+    assert threads and all(1 < t <= 3 for t in threads)  # OpenBLAS caps the count at the cores
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_glibc_takes_the_memory_settings() -> None:
+    assert keep_freed_memory() is True
+
+
+def _workers_blas_threads(_: int) -> int:
+    from threadpoolctl import threadpool_info
+
+    return max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+
+
+@pytest.mark.skipif(
+    any(name in os.environ for name in BLAS_THREAD_VARIABLES)
+    and os.environ.get("OPENBLAS_NUM_THREADS") != "1",
+    reason="the user set a BLAS thread count, which workers keep",
+)
+def test_local_workers_keep_to_one_blas_thread() -> None:
+    outcomes = list(LocalExecutor(2).run(_workers_blas_threads, [0, 1]))
+    assert [o.value for o in outcomes] == [1, 1]
+
+
+def test_every_command_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from slurmrl.cli import main
+
+    for name in BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(main, ["policies"])
+    assert result.exception is None, result.output
+    assert all(os.environ[name] == "1" for name in BLAS_THREAD_VARIABLES)
