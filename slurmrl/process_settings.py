@@ -5,16 +5,18 @@ replay, a sweep worker or a trainer already keeps a core busy:
 
 * The matrices here are small (a scheduling pass's masks, a policy's layers
   of 64 units). OpenBLAS threads on them spin on the other core and add CPU
-  time, not speed: ``slurmrl simulate --policy slurm`` on the 46,070 shared
-  Philly jobs takes 14.8 s of wall and 16.3 CPU-s with numpy's default of one
-  thread per core, 14.1 s and 14.1 CPU-s with one (2 cores).
+  time, not speed: ``slurmrl simulate --scenario philly-sample --policy
+  topdrl`` (a matrix product per decision) takes 8.5 s of wall and 16.6 CPU-s
+  with numpy's default of a thread per core, 8.0 s and 7.9 CPU-s with one (2
+  cores; ``--policy slurm`` on the 46,070 shared Philly jobs: 15.8-18.3
+  CPU-s against 14.5), and a process pool already runs a worker per core.
 * A training update allocates and frees activations of several megabytes per
   minibatch. glibc serves blocks above its mmap threshold with a fresh
   mapping and unmaps them on free, so the kernel zeroes new pages at every
   step. Keeping such blocks on the heap and never trimming it took the first
-  10,240 decisions of topdrl's recipe from 55.9 to 43.4 CPU-s (2.9 to 0.5 of
-  them in the kernel) for 16 MB more peak memory, the weights byte for byte
-  the same.
+  10,240 decisions of topdrl's training from 47.4 to 43.4 CPU-s (2.7 to 0.5
+  of them in the kernel; one BLAS thread in both) for 16 MB more peak memory,
+  the weights byte for byte the same.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""Training throughput of topdrl's shipped recipe: decisions per CPU-second, and what 30 CPU-minutes buy.
+
+Runs the recipe of ``policies/topdrl-philly`` (led by ``sjf-limit``,
+episodes from ``philly-512-week1`` and ``philly-512-week2-head``, the greedy
+policy replayed on ``philly-448-week2-val`` every 15 updates) for a few
+updates as a user would (``slurmrl train`` in a fresh process, into a
+temporary folder), then reads the CPU seconds the run logged after each
+update (``log.csv``: every thread of the process) and prints:
+
+    cpu_s            CPU of the whole run (update 0's validation included)
+    per_1024         CPU per update of 1,024 decisions, the validations in between
+                     counted in, from the first validation after update 0 on
+    in_30_cpu_min    decisions 30 CPU-minutes buy at that rate
+    target           819,200 (ten times the 81,920 decisions of the first recipe)
+
+Run the code before and after a change alternately (``PYTHONPATH=...``
+picks the package) on an otherwise idle machine: CPU time of one run moves
+by several percent with what the other core does.
+
+    python benchmarks/train_speed.py [--updates 30] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RECIPE = [
+    "train",
+    "--policy",
+    "topdrl",
+    "--lead",
+    "sjf-limit",
+    "--scenario",
+    "philly-512-week1,philly-512-week2-head",
+    "--validate",
+    "philly-448-week2-val",
+    "--no-progress",
+]
+DECISIONS_PER_UPDATE = 1024  # the recipe's 2 environments x 512 steps
+VALIDATE_EVERY = 15
+TARGET_DECISIONS = 819_200
+BUDGET_CPU_S = 30 * 60
+
+
+def run(updates: int, seed: int, out: Path) -> float:
+    """Train into ``out``; the process wall in seconds."""
+    steps = updates * DECISIONS_PER_UPDATE
+    argv = [sys.executable, "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *RECIPE]
+    argv += ["--steps", str(steps), "--seed", str(seed), "--out", str(out)]
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def cpu_by_update(log: Path) -> dict[int, float]:
+    with log.open() as f:
+        return {int(row["update"]): float(row["cpu_s"]) for row in csv.DictReader(f)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--updates", type=int, default=30, help="a multiple of 15 (default 30)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.updates < 2 * VALIDATE_EVERY or args.updates % VALIDATE_EVERY:
+        parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
+    with tempfile.TemporaryDirectory() as tmp:
+        wall = run(args.updates, args.seed, Path(tmp) / "run")
+        cpu = cpu_by_update(Path(tmp) / "run" / "log.csv")
+    last = max(cpu)
+    per_update = (cpu[last] - cpu[VALIDATE_EVERY]) / (last - VALIDATE_EVERY)
+    per_1024 = per_update * 1024 / DECISIONS_PER_UPDATE
+    decisions = BUDGET_CPU_S / per_update * DECISIONS_PER_UPDATE
+    verdict = "met" if decisions >= TARGET_DECISIONS else "missed"
+    print(f"topdrl recipe, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions")
+    print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
+    print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
