@@ -25,8 +25,10 @@ import ctypes
 import os
 import sys
 
-# The variables BLAS libraries read their thread count from when they load.
+# The variables BLAS libraries read their thread count from when they load; OpenBLAS
+# and MKL also follow OMP_NUM_THREADS (which some sites set per job) when theirs is unset.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+USER_THREAD_VARIABLES = (*BLAS_THREAD_VARIABLES, "OMP_NUM_THREADS")
 # glibc mallopt(3) parameters and the values a training run keeps.
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -40,7 +42,7 @@ def one_blas_thread() -> None:
     Libraries loaded from now on read the environment; one loaded already
     (numpy imported before) is told through threadpoolctl.
     """
-    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+    if any(name in os.environ for name in USER_THREAD_VARIABLES):
         return
     for name in BLAS_THREAD_VARIABLES:
         os.environ[name] = "1"

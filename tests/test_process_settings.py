@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from slurmrl.executors.local import LocalExecutor, available_cores
-from slurmrl.process_settings import BLAS_THREAD_VARIABLES, keep_freed_memory
+from slurmrl.process_settings import BLAS_THREAD_VARIABLES, USER_THREAD_VARIABLES, keep_freed_memory
 
 # Prints the BLAS libraries' thread counts after one_blas_thread(), numpy loaded before or after it.
 PROBE = """
@@ -26,7 +26,7 @@ print(json.dumps([p["num_threads"] for p in threadpool_info() if p["user_api"] =
 
 
 def _blas_threads(when: str, **env: str) -> list[int]:
-    clean = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES and k != "OMP_NUM_THREADS"}
+    clean = {k: v for k, v in os.environ.items() if k not in USER_THREAD_VARIABLES}
     out = subprocess.run(
         [sys.executable, "-c", PROBE, when], env={**clean, **env}, capture_output=True, text=True, check=True
     )
@@ -40,8 +40,9 @@ def test_blas_keeps_to_one_thread_whether_numpy_loaded_first_or_not(when: str) -
 
 
 @pytest.mark.skipif(available_cores() < 2, reason="OpenBLAS runs no more threads than cores")
-def test_a_count_the_user_set_is_kept() -> None:
-    threads = _blas_threads("before", OPENBLAS_NUM_THREADS="3")
+@pytest.mark.parametrize("variable", ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"])
+def test_a_count_the_user_set_is_kept(variable: str) -> None:
+    threads = _blas_threads("before", **{variable: "3"})
     assert threads and all(1 < t <= 3 for t in threads)  # OpenBLAS caps the count at the cores
 
 
@@ -57,8 +58,7 @@ def _workers_blas_threads(_: int) -> int:
 
 
 @pytest.mark.skipif(
-    any(name in os.environ for name in BLAS_THREAD_VARIABLES)
-    and os.environ.get("OPENBLAS_NUM_THREADS") != "1",
+    any(os.environ.get(name, "1") != "1" for name in USER_THREAD_VARIABLES),
     reason="the user set a BLAS thread count, which workers keep",
 )
 def test_local_workers_keep_to_one_blas_thread() -> None:
@@ -71,7 +71,7 @@ def test_every_command_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) 
 
     from slurmrl.cli import main
 
-    for name in BLAS_THREAD_VARIABLES:
+    for name in USER_THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, ["policies"])
     assert result.exception is None, result.output
