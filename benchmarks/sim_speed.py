@@ -152,8 +152,19 @@ def child(argv: Sequence[str], env: dict[str, str] | None = None) -> Measure:
 
 
 def command(case: Case) -> list[str]:
-    """The console script's entry, run by this interpreter (so PYTHONPATH picks the package)."""
-    return [sys.executable, "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *case.args]
+    """The console script's entry, run by this interpreter (so PYTHONPATH picks the package).
+
+    ``-P``: never the current folder's package, so a comparison with
+    ``PYTHONPATH=<other checkout>`` measures that checkout even when run from
+    this one's root.
+    """
+    return [
+        sys.executable,
+        "-P",
+        "-c",
+        "import sys; from slurmrl.cli import run; sys.exit(run())",
+        *case.args,
+    ]
 
 
 def phases(case: Case) -> dict[str, object]:

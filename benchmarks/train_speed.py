@@ -51,7 +51,8 @@ BUDGET_CPU_S = 30 * 60
 def run(updates: int, seed: int, out: Path) -> float:
     """Train into ``out``; the process wall in seconds."""
     steps = updates * DECISIONS_PER_UPDATE
-    argv = [sys.executable, "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *RECIPE]
+    # -P: the package from PYTHONPATH or the install, never the current folder's.
+    argv = [sys.executable, "-P", "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *RECIPE]
     argv += ["--steps", str(steps), "--seed", str(seed), "--out", str(out)]
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
