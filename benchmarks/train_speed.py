@@ -13,6 +13,12 @@ update (``log.csv``: every thread of the process) and prints:
     in_30_cpu_min    decisions 30 CPU-minutes buy at that rate
     target           819,200 (ten times the 81,920 decisions of the first recipe)
 
+It also times one minibatch of the recipe (256 observations of the 8x8x8
+cluster) forward and backward through TopDRL's network on one thread, the
+grain of the PPO update:
+
+    minibatch_ms     best of five rounds of 20, random inputs of the recipe's shapes
+
 Run the code before and after a change alternately (``PYTHONPATH=...``
 picks the package) on an otherwise idle machine: CPU time of one run moves
 by several percent with what the other core does.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import subprocess
 import sys
 import tempfile
@@ -64,6 +71,32 @@ def cpu_by_update(log: Path) -> dict[int, float]:
         return {int(row["update"]): float(row["cpu_s"]) for row in csv.DictReader(f)}
 
 
+def minibatch_ms(batch: int = 256, rounds: int = 5, reps: int = 20) -> float:
+    """Milliseconds of one forward and backward pass of TopDRL's network over ``batch`` observations."""
+    import torch
+
+    from slurmrl.rl.nets.config import NetConfig
+    from slurmrl.rl.nets.torch_nets import TopDRLNet
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    net = TopDRLNet(NetConfig(cluster_channels=7, conv=16, global_features=6, hidden=64, job_features=41))
+    jobs, grid, glob = torch.rand(batch, 32, 41), torch.rand(batch, 7, 8, 8, 8), torch.rand(batch, 6)
+
+    def step() -> None:
+        logits, values = net(jobs, grid, glob)
+        (logits.sum() + values.sum()).backward()
+
+    step()
+    best = math.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            step()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -84,6 +117,7 @@ def main() -> None:
     print(f"topdrl recipe, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions")
     print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
+    print(f"minibatch_ms {minibatch_ms():.1f} (256 observations, forward and backward, one thread)")
 
 
 if __name__ == "__main__":

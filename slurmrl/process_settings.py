@@ -15,8 +15,11 @@ replay, a sweep worker or a trainer already keeps a core busy:
   mapping and unmaps them on free, so the kernel zeroes new pages at every
   step. Keeping such blocks on the heap and never trimming it took the first
   10,240 decisions of topdrl's training from 47.4 to 43.4 CPU-s (2.7 to 0.5
-  of them in the kernel; one BLAS thread in both) for 16 MB more peak memory,
-  the weights byte for byte the same.
+  of them in the kernel) for 16 MB more peak memory, the weights byte for
+  byte the same: ``slurmrl train --policy topdrl --lead sjf-limit --scenario
+  philly-512-week1,philly-512-week2-head --steps 10240`` on the code before
+  these settings, with ``OPENBLAS_NUM_THREADS=1`` and then also glibc's
+  ``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=2147483647``.
 """
 
 from __future__ import annotations
