@@ -60,6 +60,9 @@ def test_objects_someone_else_froze_stay_frozen() -> None:
         frozen = gc.get_freeze_count()
         with paused_gc():
             _ = [_Node() for _ in range(3)]
-        assert gc.get_freeze_count() == frozen
+        # Neither unfrozen (the count would drop to 0) nor ours frozen too (it would
+        # grow). Not equal: a thread an earlier test left running may free a frozen
+        # object meanwhile, which takes it off the count (seen once in CI: 2 fewer).
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
