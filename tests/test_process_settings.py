@@ -6,10 +6,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from slurmrl.executors.local import LocalExecutor, available_cores
+from slurmrl.executors.local import available_cores
 from slurmrl.process_settings import BLAS_THREAD_VARIABLES, USER_THREAD_VARIABLES, keep_freed_memory
 
 # Prints the BLAS libraries' thread counts after one_blas_thread(), numpy loaded before or after it.
@@ -57,13 +58,23 @@ def _workers_blas_threads(_: int) -> int:
     return max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
 
 
-@pytest.mark.skipif(
-    any(os.environ.get(name, "1") != "1" for name in USER_THREAD_VARIABLES),
-    reason="the user set a BLAS thread count, which workers keep",
-)
+# A pool started from a process that set no thread count itself (this one has, once a
+# CLI test ran), so only the workers' initializer can bring them to one thread.
+POOL = """
+from slurmrl.executors.local import LocalExecutor
+from tests.test_process_settings import _workers_blas_threads
+print([o.value for o in LocalExecutor(2).run(_workers_blas_threads, [0, 1])])
+"""
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="OpenBLAS runs one thread on one core anyway")
 def test_local_workers_keep_to_one_blas_thread() -> None:
-    outcomes = list(LocalExecutor(2).run(_workers_blas_threads, [0, 1]))
-    assert [o.value for o in outcomes] == [1, 1]
+    clean = {k: v for k, v in os.environ.items() if k not in USER_THREAD_VARIABLES}
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", POOL], env=clean, cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[1, 1]"
 
 
 def test_every_command_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
