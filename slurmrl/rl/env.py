@@ -47,17 +47,17 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from slurmrl.cluster.model import Placement
 from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_placement
-from slurmrl.policy.view import ClusterView, Decisions, Start
+from slurmrl.policy.view import ClusterView, Decisions, JobView, Start
 from slurmrl.rl.features import (
     CLUSTER_CHANNELS,
     FEATURE_CAP,
     GLOBAL_FEATURES,
     Featurizer,
     ObsConfig,
-    Observation,
     grid_shape,
 )
 from slurmrl.rl.topdrl import PLACEMENT
@@ -225,7 +225,7 @@ class SchedEnv(gym.Env):
         obs = self._obs
         k = self.config.obs.window
         if obs is not None and a < k and obs.mask[a]:
-            self._start(obs, a)
+            self._start(obs.window[a], obs.placements[a])  # type: ignore[arg-type]
         else:  # wait, or an infeasible pick (treated as wait)
             self.sim.apply(Decisions())
         terminated, reward, truncated, info = self._close_step()
@@ -263,20 +263,29 @@ class SchedEnv(gym.Env):
                 return True
             feat.absorb(view.finished)
             feat.sync_running(view.running)
-            _, obs = feat.window_observation(view, view.pool, allow_wait=self.config.allow_wait)
-            feasible = np.flatnonzero(obs.mask[:-1])
-            if len(feasible) == 1 and not obs.mask[-1]:
-                # A forced move (one job fits, no wait allowed): the deployed policy makes it too.
-                self._start(obs, int(feasible[0]))
+            window = feat.select(view.pending, view.pool)
+            placed = feat.place_window(view, view.pool, window)
+            feasible = [i for i, p in enumerate(placed) if p is not None]
+            if not feasible:
+                sim.apply(Decisions())  # nothing fits: let time pass
                 continue
-            if len(feasible):
-                self._obs = obs
-                return False
-            sim.apply(Decisions())  # nothing fits: let time pass
+            if len(feasible) == 1 and not self.config.allow_wait:
+                # A forced move (one job fits, no wait allowed): the deployed policy makes it too.
+                self._start(window[feasible[0]], placed[feasible[0]])  # type: ignore[arg-type]
+                continue
+            self._obs = feat.observe(
+                view,
+                view.pool,
+                window,
+                pending_count=len(view.pending),
+                running_count=len(view.running),
+                allow_wait=self.config.allow_wait,
+                placed=placed,
+            )
+            return False
 
-    def _start(self, obs: Observation, index: int) -> None:
-        job, placement = obs.window[index], obs.placements[index]
-        self._require_sim().apply(Decisions(starts=(Start(job.job_id, placement),)), again=True)  # type: ignore[arg-type]
+    def _start(self, job: JobView, placement: Placement) -> None:
+        self._require_sim().apply(Decisions(starts=(Start(job.job_id, placement),)), again=True)
 
     def _reward(self) -> float:
         sim = self._require_sim()

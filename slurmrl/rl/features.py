@@ -276,29 +276,29 @@ class Featurizer:
         pending_count: int,
         running_count: int,
         allow_wait: bool = False,
+        placed: Sequence[Placement | None] | None = None,
     ) -> Observation:
+        """The observation of ``window`` on ``pool``; ``placed`` is :meth:`place_window`'s answer if the caller has it."""
         cfg = self.config
         k = cfg.window
         now = view.now
         jobs = np.zeros((k, cfg.job_features), dtype=np.float32)
         mask = np.zeros(k + 1, dtype=bool)
-        placements: list[Placement | None] = []
-        cache: dict[tuple[int, int | None, str], tuple[Placement | None, float]] = {}
+        placements = list(placed) if placed is not None else self.place_window(view, pool, window)
         free = pool.total_free
         rows: list[list[float]] = []
         model_cols: list[int] = []
         base = len(JOB_BASE_FEATURES)
         unknown_model = len(cfg.models)
         log1p, log2 = math.log1p, math.log2
+        tiers: dict[Placement, float] = {}
         for i, job in enumerate(window):
-            shape = (job.gpus, job.num_nodes, job.gpu_type)
-            hit = cache.get(shape)
-            if hit is None:
-                placed = self.placement.place(job, pool, view) if 0 < job.gpus <= free else None
-                tier = int(self.cluster.worst_link(placed)) / 3.0 if placed is not None else 1.0
-                hit = cache[shape] = (placed, tier)
-            placed, tier = hit
-            placements.append(placed)
+            placement = placements[i]
+            tier = 1.0
+            if placement is not None:
+                tier = tiers.get(placement, -1.0)
+                if tier < 0:
+                    tier = tiers[placement] = int(self.cluster.worst_link(placement)) / 3.0
             limit = job.time_limit
             u_mean, u_n = self.users.get(job.user)
             g_mean, g_n = self.groups.get(job.group)
@@ -315,14 +315,14 @@ class Featurizer:
                     log1p(u_n) / 8.0,
                     g_mean / LOG_TIME,
                     1.0 if g_n else 0.0,
-                    1.0 if placed is not None else 0.0,
+                    1.0 if placement is not None else 0.0,
                     tier,
                     log1p(_asked_gpu_time(job)) / (LOG_TIME + 5.0),
                     1.0 if i < cfg.oldest else 0.0,
                 ]
             )
             model_cols.append(base + self.model_index.get(job.model, unknown_model))
-            mask[i] = placed is not None
+            mask[i] = placement is not None
         if rows:
             n = len(rows)
             jobs[:n, : base - len(_RANKED)] = rows
@@ -332,6 +332,25 @@ class Featurizer:
         np.clip(jobs, 0.0, FEATURE_CAP, out=jobs)
         glob = self._globals(pool, pending_count, running_count, len(window))
         return Observation(jobs, self._grid(pool, now), glob, mask, window, placements)
+
+    def place_window(
+        self, view: ClusterView, pool: GpuPool, window: Sequence[JobView]
+    ) -> list[Placement | None]:
+        """Where the placement would put each window job on ``pool`` now (None: it does not fit).
+
+        Apart from :meth:`observe` so a caller can learn that nothing fits
+        without building the arrays. Jobs of one shape (GPUs, nodes, type) get
+        one answer: a placement depends on nothing else of the job.
+        """
+        free = pool.total_free
+        cache: dict[tuple[int, int | None, str], Placement | None] = {}
+        out: list[Placement | None] = []
+        for job in window:
+            shape = (job.gpus, job.num_nodes, job.gpu_type)
+            if shape not in cache:
+                cache[shape] = self.placement.place(job, pool, view) if 0 < job.gpus <= free else None
+            out.append(cache[shape])
+        return out
 
     def _grid(self, pool: GpuPool, now: float) -> np.ndarray:
         grid = np.zeros(self.shape, dtype=np.float32)
@@ -372,12 +391,24 @@ _RANK_SOURCES = [JOB_BASE_FEATURES.index(name) for name in _RANKED]
 
 
 def _ranks(rows: np.ndarray) -> np.ndarray:
-    """Dense rank of each ranked column among the rows, scaled to [0, 1] (all equal: 0)."""
-    out = np.zeros((len(rows), len(_RANK_SOURCES)), dtype=np.float32)
-    for c, src in enumerate(_RANK_SOURCES):
-        values, inverse = np.unique(rows[:, src], return_inverse=True)
-        if len(values) > 1:
-            out[:, c] = inverse.reshape(-1) / (len(values) - 1)
+    """Dense rank of each ranked column among the rows, scaled to [0, 1] (all equal: 0).
+
+    Every column at once (one sort of the window's few rows): a call per
+    column cost more than the ranking itself, once per observation.
+    """
+    cols = rows[:, _RANK_SOURCES]
+    out = np.zeros(cols.shape, dtype=np.float32)
+    if not len(cols):
+        return out
+    order = np.argsort(cols, axis=0, kind="stable")
+    ascending = np.take_along_axis(cols, order, axis=0)
+    dense = np.zeros(cols.shape, dtype=np.int64)  # rank among distinct values, in sorted position
+    np.cumsum(ascending[1:] != ascending[:-1], axis=0, out=dense[1:])
+    ranks = np.empty_like(dense)
+    np.put_along_axis(ranks, order, dense, axis=0)
+    top = dense[-1]  # distinct values - 1, per column
+    spread = top > 0
+    out[:, spread] = ranks[:, spread] / top[spread]
     return out
 
 

@@ -130,7 +130,7 @@ class LedSchedEnv(SchedEnv):
                 self._pass = _Pass(view, propose(self._lead, view))
             p = self._pass
             self._step = led_step(feat, p.view, p.proposal, p.pool, p.done)
-            if self._step is not None and self._step.mask[:-1].any():
+            if self._step is not None:
                 self._obs = self._step.obs
                 return False
             self._finish_pass()  # nothing left to start: the heuristic's decisions stand

@@ -112,11 +112,19 @@ class WindowPolicy(Led):
         skip: set[str] = set()
         ranked_window: list[JobView] = []
         while pool.total_free > 0:
-            window, obs = feat.window_observation(
-                view, pool, allow_wait=self.allow_wait, skip=skip, started=len(started)
+            window = feat.select(view.pending, pool, skip)
+            placed = feat.place_window(view, pool, window)
+            if all(p is None for p in placed):
+                break  # nothing fits: no observation needed
+            obs = feat.observe(
+                view,
+                pool,
+                window,
+                pending_count=len(view.pending) - len(started),
+                running_count=len(view.running) + len(started),
+                allow_wait=self.allow_wait,
+                placed=placed,
             )
-            if not window or not obs.mask[:k].any():
-                break
             logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
             best = pick(logits)
             ranked = np.argsort(-logits[: len(window)], kind="stable")
@@ -175,12 +183,18 @@ class LedStep:
 def led_step(
     feat: Featurizer, view: ClusterView, proposal: Proposal, pool: GpuPool, done: set[str]
 ) -> LedStep | None:
-    """The next pick of a led pass, the jobs in ``done`` already started on ``pool``; None when none is left."""
+    """The next pick of a led pass, the jobs in ``done`` already started on ``pool``.
+
+    None when no job of the window can start: the pass is over whatever the
+    network would say (only "stop" is left), so the observation is not built.
+    """
     k = feat.config.window
     props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
     others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
     window = [j for j, _ in props] + others
-    if not window:
+    placed = feat.place_window(view, pool, window)
+    placements = [p if pool.is_free(p) else None for _, p in props] + placed[len(props) :]
+    if all(p is None for p in placements):
         return None
     obs = feat.observe(
         view,
@@ -189,13 +203,12 @@ def led_step(
         pending_count=len(view.pending) - len(done),
         running_count=len(view.running) + len(done),
         allow_wait=True,
+        placed=placed,
     )
-    placements = list(obs.placements)
     mask = obs.mask.copy()
-    for i, (_, placement) in enumerate(props):
-        placements[i] = placement if pool.is_free(placement) else None
+    for i in range(len(props)):
         mask[i] = placements[i] is not None
-    mask[k] = (not mask[:k].any() or _busy(view, proposal, done)) and not _overdue(view, props, mask)
+    mask[k] = _busy(view, proposal, done) and not _overdue(view, props, mask)
     return LedStep(window, obs, placements, mask, lead_prior(len(props), k))
 
 

@@ -8,8 +8,9 @@ from slurmrl.policy.placement.topology import Topology
 from slurmrl.policy.registry import make_policy, policy_entry
 from slurmrl.rl.env import trace_workload
 from slurmrl.rl.features import JOB_BASE_FEATURES, Featurizer, ObsConfig
+from slurmrl.rl.lead import lead_policy, led_decisions, propose
 from slurmrl.rl.topdrl import PLACEMENT, read_checkpoint_config, shipped_policy_dir
-from slurmrl.rl.window_policy import FirstInWindow
+from slurmrl.rl.window_policy import FirstInWindow, led_step
 from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace, TraceJob
 
@@ -80,3 +81,37 @@ def test_rank_columns_spread_the_window_over_zero_to_one() -> None:
             seen += 1
         sim.apply(make_policy("fifo-backfill", "topology").decide(view))
     assert seen > 3
+
+
+def test_a_led_pass_ends_exactly_where_no_window_job_can_start() -> None:
+    """``led_step`` skips the observation when nothing can start, and only then: checked against
+    the proposals' GPUs and the placement's answer for every other window job."""
+    wl = trace_workload(_trace(200), "1x2x8:v100")
+    obs = ObsConfig(window=8, oldest=2)
+    lead = lead_policy("sjf-limit", PLACEMENT)
+    feat = Featurizer(wl.cluster, obs, Topology())
+    sim = Simulator(wl.trace, wl.cluster)
+    outcomes = {True: 0, False: 0}
+    while (view := sim.next_view()) is not None:
+        feat.sync_running(view.running)
+        proposal = propose(lead, view)
+        pool, done, began = proposal.pool, set(), []
+        while True:
+            props = [(j, p) for j, p in proposal.starts if j.job_id not in done][: obs.window]
+            others = [j for j in proposal.ranked if j.job_id not in done][: obs.window - len(props)]
+            can = any(pool.is_free(p) for _, p in props) or any(
+                Topology().place(j, pool, view) is not None for j in others
+            )
+            step = led_step(feat, view, proposal, pool, done)
+            assert (step is not None) == can
+            outcomes[can] += 1
+            if step is None:
+                break
+            best = int(np.flatnonzero(step.mask[:-1])[0])  # the first row that can start
+            job, placement = step.window[best], step.placements[best]
+            pool.allocate(placement)
+            feat.hold(job, placement, view.now)
+            done.add(job.job_id)
+            began.append((job, placement))
+        sim.apply(led_decisions(lead, proposal, view, began))
+    assert outcomes[True] > 20 and outcomes[False] > 20
