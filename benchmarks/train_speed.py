@@ -19,11 +19,18 @@ grain of the PPO update:
 
     minibatch_ms     best of five rounds of 20, random inputs of the recipe's shapes
 
+and the recipe's environment alone (``topdrl-philly-v2`` led by ``sjf-limit``,
+no network: uniformly random picks among the allowed actions, seeded), the
+rollout's share that is not the network:
+
+    env_ms           CPU milliseconds per step over 3,000 steps, the resets
+                     (each a warm-up of up to 6,144 jobs under ``slurm``) included
+
 Run the code before and after a change alternately (``PYTHONPATH=...``
 picks the package) on an otherwise idle machine: CPU time of one run moves
 by several percent with what the other core does.
 
-    python benchmarks/train_speed.py [--updates 30] [--seed 0]
+    python benchmarks/train_speed.py [--updates 30] [--seed 0] [--env-only]
 """
 
 from __future__ import annotations
@@ -97,13 +104,36 @@ def minibatch_ms(batch: int = 256, rounds: int = 5, reps: int = 20) -> float:
     return best * 1e3
 
 
+def env_ms(steps: int = 3000) -> float:
+    """CPU milliseconds per step of the recipe's environment under seeded random allowed actions."""
+    import numpy as np
+
+    from slurmrl.rl.env import make_env
+
+    env = make_env("topdrl-philly-v2", lead="sjf-limit")
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=1)
+    t0 = time.process_time()
+    for step in range(steps):
+        obs, _, terminated, truncated, _ = env.step(int(rng.choice(np.flatnonzero(obs["mask"]))))
+        if terminated or truncated:
+            obs, _ = env.reset(seed=2 + step)
+    return (time.process_time() - t0) / steps * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--updates", type=int, default=30, help="a multiple of 15 (default 30)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--env-only", action="store_true", help="only the environment's figure (env_ms)")
     args = parser.parse_args()
+    if args.env_only:
+        print(
+            f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)"
+        )
+        return
     if args.updates < 2 * VALIDATE_EVERY or args.updates % VALIDATE_EVERY:
         parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,6 +148,7 @@ def main() -> None:
     print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
     print(f"minibatch_ms {minibatch_ms():.1f} (256 observations, forward and backward, one thread)")
+    print(f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)")
 
 
 if __name__ == "__main__":

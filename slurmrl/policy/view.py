@@ -13,9 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Generic, TypeVar
 
 from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
+
+T = TypeVar("T")
+_job_id = attrgetter("job_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,34 +152,67 @@ class Decisions:
     info: dict[str, float] = field(default_factory=dict, compare=False)
 
 
+class Unrolled(Generic[T]):
+    """A source read only as far as someone iterates, its items kept: every iteration sees the same ones.
+
+    A pass walks a ranking of thousands of jobs but reads only its head; a
+    one-shot source (a generator) can still be iterated again, and twice
+    at once, as a list could.
+    """
+
+    __slots__ = ("_source", "_items")
+
+    def __init__(self, source: Iterable[T]) -> None:
+        self._source: Iterator[T] | None = iter(source)
+        self._items: list[T] = []
+
+    def __iter__(self) -> Iterator[T]:
+        items, i = self._items, 0
+        while True:
+            while i < len(items):
+                yield items[i]
+                i += 1
+            source = self._source
+            if source is None:
+                return
+            item = next(source, _END)
+            if item is _END:
+                self._source = None  # lets the source go (a ranking snapshot, say)
+                return
+            items.append(item)  # type: ignore[arg-type]
+
+    def all(self) -> list[T]:
+        """Every item, the source read to its end."""
+        if self._source is not None:
+            self._items.extend(self._source)
+            self._source = None
+        return self._items
+
+
+_END = object()
+
+
 class JobIds(Sequence[str]):
-    """Job ids of a ranking, materialised on first use.
+    """Job ids of a ranking, read as far as they are used.
 
     A scheduling pass usually stops after a handful of jobs; building the
     full id tuple of a 10,000-job queue on every pass would dominate the
-    simulator's run time, and only the daemon reads it.
+    simulator's run time, and only the daemon reads it whole.
     """
 
-    __slots__ = ("_ranked", "_ids")
+    __slots__ = ("_ids",)
 
     def __init__(self, ranked: Iterable[JobView]) -> None:
-        self._ranked = ranked
-        self._ids: tuple[str, ...] | None = None
-
-    def _materialise(self) -> tuple[str, ...]:
-        if self._ids is None:
-            self._ids = tuple(j.job_id for j in self._ranked)
-            self._ranked = ()
-        return self._ids
+        self._ids = Unrolled(map(_job_id, ranked))
 
     def __len__(self) -> int:
-        return len(self._materialise())
+        return len(self._ids.all())
 
     def __getitem__(self, index):  # type: ignore[override]
-        return self._materialise()[index]
+        return self._ids.all()[index]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._materialise())
+        return iter(self._ids)
 
     def __eq__(self, other: object) -> bool:
         return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented

@@ -10,6 +10,7 @@ proposals on the GPUs left once the heuristic's preemptions are applied.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import Policy
-from slurmrl.policy.view import ClusterView, Decisions, JobView
+from slurmrl.policy.view import ClusterView, Decisions, JobView, Unrolled
 
 
 def check_lead(name: str, config: Path) -> str:
@@ -51,13 +52,19 @@ class Proposal:
     decisions: Decisions
     pool: GpuPool  # scratch: the free GPUs plus those of the jobs it preempts
     starts: list[tuple[JobView, Placement]]  # its starts, in its order
-    ranked: list[JobView]  # the other pending jobs, in its rank
+    # The other pending jobs in its rank, read only as far as a pass looks (a window's worth).
+    ranked: Unrolled[JobView]
+    waiting: dict[str, JobView]  # the view's pending jobs by id
 
-    def order(self, started: list[JobView], view: ClusterView) -> list[JobView]:
-        """Pending jobs for ``Decisions.order``: the led policy's starts, then the heuristic's rank."""
-        waiting = {j.job_id: j for j in view.pending}
+    def order(self, started: list[JobView]) -> Iterator[JobView]:
+        """Pending jobs for ``Decisions.order``: the led policy's starts, then the heuristic's rank.
+
+        Lazy, as the heuristic's own order is: only the daemon reads it whole.
+        """
+        waiting = self.waiting
         seen = {j.job_id for j in started}
-        return started + [waiting[i] for i in self.decisions.order if i in waiting and i not in seen]
+        yield from started
+        yield from (waiting[i] for i in self.decisions.order if i in waiting and i not in seen)
 
 
 def propose(lead: Policy, view: ClusterView) -> Proposal:
@@ -69,12 +76,12 @@ def propose(lead: Policy, view: ClusterView) -> Proposal:
         held = jobs[job_id].placement
         if held is not None:
             pool.release(held)
-    waiting = {j.job_id for j in view.pending}
-    jobs.update((j.job_id, j) for j in view.pending)
+    waiting = {j.job_id: j for j in view.pending}
+    jobs.update(waiting)
     starts = [(jobs[s.job_id], s.placement) for s in decisions.starts]
     taken = {s.job_id for s in decisions.starts}
-    ranked = [jobs[i] for i in decisions.order if i in waiting and i not in taken]
-    return Proposal(decisions, pool, starts, ranked)
+    ranked = Unrolled(waiting[i] for i in decisions.order if i in waiting and i not in taken)
+    return Proposal(decisions, pool, starts, ranked, waiting)
 
 
 def led_decisions(
@@ -89,7 +96,7 @@ def led_decisions(
     settle(lead, proposal, view, began)
     started = [job for job, _ in began]
     return Decisions(
-        order=JobIds(proposal.order(started, view)),
+        order=JobIds(proposal.order(started)),
         starts=tuple(Start(job.job_id, placement) for job, placement in began),
         preempt=proposal.decisions.preempt,
         wake_at=proposal.decisions.wake_at,

@@ -190,7 +190,7 @@ def led_step(
     """
     k = feat.config.window
     props = [(j, p) for j, p in proposal.starts if j.job_id not in done][:k]
-    others = [j for j in proposal.ranked if j.job_id not in done][: k - len(props)]
+    others = list(itertools.islice((j for j in proposal.ranked if j.job_id not in done), k - len(props)))
     window = [j for j, _ in props] + others
     placed = feat.place_window(view, pool, window)
     placements = [p if pool.is_free(p) else None for _, p in props] + placed[len(props) :]
