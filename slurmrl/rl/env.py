@@ -274,13 +274,7 @@ class SchedEnv(gym.Env):
                 self._start(window[feasible[0]], placed[feasible[0]])  # type: ignore[arg-type]
                 continue
             self._obs = feat.observe(
-                view,
-                view.pool,
-                window,
-                pending_count=len(view.pending),
-                running_count=len(view.running),
-                allow_wait=self.config.allow_wait,
-                placed=placed,
+                view, view.pool, window, allow_wait=self.config.allow_wait, placed=placed
             )
             return False
 

@@ -257,15 +257,7 @@ class Featurizer:
     ) -> tuple[list[JobView], Observation]:
         """The window and its observation; ``started`` jobs of this pass count as running."""
         window = self.select(view.pending, pool, skip)
-        obs = self.observe(
-            view,
-            pool,
-            window,
-            pending_count=len(view.pending) - started,
-            running_count=len(view.running) + started,
-            allow_wait=allow_wait,
-        )
-        return window, obs
+        return window, self.observe(view, pool, window, started=started, allow_wait=allow_wait)
 
     def observe(
         self,
@@ -273,12 +265,14 @@ class Featurizer:
         pool: GpuPool,
         window: list[JobView],
         *,
-        pending_count: int,
-        running_count: int,
+        started: int = 0,
         allow_wait: bool = False,
         placed: Sequence[Placement | None] | None = None,
     ) -> Observation:
-        """The observation of ``window`` on ``pool``; ``placed`` is :meth:`place_window`'s answer if the caller has it."""
+        """The observation of ``window`` on ``pool``, ``started`` jobs of this pass counted as running.
+
+        ``placed`` is :meth:`place_window`'s answer where the caller has it.
+        """
         cfg = self.config
         k = cfg.window
         now = view.now
@@ -330,7 +324,7 @@ class Featurizer:
             jobs[np.arange(n), model_cols] = 1.0
         mask[k] = allow_wait or not mask[:k].any()
         np.clip(jobs, 0.0, FEATURE_CAP, out=jobs)
-        glob = self._globals(pool, pending_count, running_count, len(window))
+        glob = self._globals(pool, len(view.pending) - started, len(view.running) + started, len(window))
         return Observation(jobs, self._grid(pool, now), glob, mask, window, placements)
 
     def place_window(

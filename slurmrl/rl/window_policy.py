@@ -117,13 +117,7 @@ class WindowPolicy(Led):
             if all(p is None for p in placed):
                 break  # nothing fits: no observation needed
             obs = feat.observe(
-                view,
-                pool,
-                window,
-                pending_count=len(view.pending) - len(started),
-                running_count=len(view.running) + len(started),
-                allow_wait=self.allow_wait,
-                placed=placed,
+                view, pool, window, started=len(started), allow_wait=self.allow_wait, placed=placed
             )
             logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
             best = pick(logits)
@@ -196,15 +190,7 @@ def led_step(
     placements = [p if pool.is_free(p) else None for _, p in props] + placed[len(props) :]
     if all(p is None for p in placements):
         return None
-    obs = feat.observe(
-        view,
-        pool,
-        window,
-        pending_count=len(view.pending) - len(done),
-        running_count=len(view.running) + len(done),
-        allow_wait=True,
-        placed=placed,
-    )
+    obs = feat.observe(view, pool, window, started=len(done), allow_wait=True, placed=placed)
     mask = obs.mask.copy()
     for i in range(len(props)):
         mask[i] = placements[i] is not None

@@ -58,11 +58,10 @@ def test_an_observation_built_from_given_placements_is_the_one_built_without() -
     compared = 0
     while (view := sim.next_view()) is not None:
         window = feat.select(view.pending, view.pool)
-        counts = dict(pending_count=len(view.pending), running_count=len(view.running))
         placed = feat.place_window(view, view.pool, window)
         assert placed == [Topology().place(j, view.pool, view) if j.gpus else None for j in window]
-        given_ = feat.observe(view, view.pool, window, placed=placed, **counts)
-        built = feat.observe(view, view.pool, window, **counts)
+        given_ = feat.observe(view, view.pool, window, placed=placed)
+        built = feat.observe(view, view.pool, window)
         for a, b in zip(
             (given_.jobs, given_.cluster, given_.globals, given_.mask),
             (built.jobs, built.cluster, built.globals, built.mask),
