@@ -121,6 +121,10 @@ def env_ms(steps: int = 3000) -> float:
     return (time.process_time() - t0) / steps * 1e3
 
 
+def print_env_ms() -> None:
+    print(f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -130,9 +134,7 @@ def main() -> None:
     parser.add_argument("--env-only", action="store_true", help="only the environment's figure (env_ms)")
     args = parser.parse_args()
     if args.env_only:
-        print(
-            f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)"
-        )
+        print_env_ms()
         return
     if args.updates < 2 * VALIDATE_EVERY or args.updates % VALIDATE_EVERY:
         parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
@@ -148,7 +150,7 @@ def main() -> None:
     print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
     print(f"minibatch_ms {minibatch_ms():.1f} (256 observations, forward and backward, one thread)")
-    print(f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)")
+    print_env_ms()
 
 
 if __name__ == "__main__":
