@@ -200,19 +200,26 @@ class JobIds(Sequence[str]):
     simulator's run time, and only the daemon reads it whole.
     """
 
-    __slots__ = ("_ids",)
+    __slots__ = ("_ranked", "_ids")
 
     def __init__(self, ranked: Iterable[JobView]) -> None:
-        self._ids = Unrolled(map(_job_id, ranked))
+        self._ranked = ranked  # nothing read yet: most passes' orders never are
+        self._ids: Unrolled[str] | None = None
+
+    def _unrolled(self) -> Unrolled[str]:
+        if self._ids is None:
+            self._ids = Unrolled(map(_job_id, self._ranked))
+            self._ranked = ()
+        return self._ids
 
     def __len__(self) -> int:
-        return len(self._ids.all())
+        return len(self._unrolled().all())
 
     def __getitem__(self, index):  # type: ignore[override]
-        return self._ids.all()[index]
+        return self._unrolled().all()[index]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
+        return iter(self._unrolled())
 
     def __eq__(self, other: object) -> bool:
         return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
