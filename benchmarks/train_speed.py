@@ -30,7 +30,12 @@ Run the code before and after a change alternately (``PYTHONPATH=...``
 picks the package) on an otherwise idle machine: CPU time of one run moves
 by several percent with what the other core does.
 
-    python benchmarks/train_speed.py [--updates 30] [--seed 0] [--env-only]
+With ``--start-stride N`` the recipe starts episodes only at every N-th job,
+so each start's warm-up and paired replay are played once and reused: the
+saving grows with the run (more episodes revisit a start), so compare strides
+over runs of the same length, the longer the closer to a whole training run.
+
+    python benchmarks/train_speed.py [--updates 30] [--seed 0] [--env-only] [--start-stride N]
 """
 
 from __future__ import annotations
@@ -62,12 +67,12 @@ TARGET_DECISIONS = 819_200
 BUDGET_CPU_S = 30 * 60
 
 
-def run(updates: int, seed: int, out: Path) -> float:
+def run(updates: int, seed: int, out: Path, extra: list[str]) -> float:
     """Train into ``out``; the process wall in seconds."""
     steps = updates * DECISIONS_PER_UPDATE
     # -P: the package from PYTHONPATH or the install, never the current folder's.
     argv = [sys.executable, "-P", "-c", "import sys; from slurmrl.cli import run; sys.exit(run())", *RECIPE]
-    argv += ["--steps", str(steps), "--seed", str(seed), "--out", str(out)]
+    argv += ["--steps", str(steps), "--seed", str(seed), "--out", str(out), *extra]
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
@@ -132,6 +137,12 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=30, help="a multiple of 15 (default 30)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--env-only", action="store_true", help="only the environment's figure (env_ms)")
+    parser.add_argument(
+        "--start-stride",
+        type=int,
+        default=1,
+        help="the recipe with `--start-stride N` (episodes start at every N-th job, warm-ups reused)",
+    )
     args = parser.parse_args()
     if args.env_only:
         print_env_ms()
@@ -139,14 +150,18 @@ def main() -> None:
     if args.updates < 2 * VALIDATE_EVERY or args.updates % VALIDATE_EVERY:
         parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
     with tempfile.TemporaryDirectory() as tmp:
-        wall = run(args.updates, args.seed, Path(tmp) / "run")
+        extra = ["--start-stride", str(args.start_stride)] if args.start_stride != 1 else []
+        wall = run(args.updates, args.seed, Path(tmp) / "run", extra)
         cpu = cpu_by_update(Path(tmp) / "run" / "log.csv")
     last = max(cpu)
     per_update = (cpu[last] - cpu[VALIDATE_EVERY]) / (last - VALIDATE_EVERY)
     per_1024 = per_update * 1024 / DECISIONS_PER_UPDATE
     decisions = BUDGET_CPU_S / per_update * DECISIONS_PER_UPDATE
     verdict = "met" if decisions >= TARGET_DECISIONS else "missed"
-    print(f"topdrl recipe, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions")
+    stride = f", --start-stride {args.start_stride}" if args.start_stride != 1 else ""
+    print(
+        f"topdrl recipe{stride}, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions"
+    )
     print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
     print(f"minibatch_ms {minibatch_ms():.1f} (256 observations, forward and backward, one thread)")

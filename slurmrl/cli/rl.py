@@ -46,6 +46,7 @@ class TrainRequest:
     lead: str | None = None
     validate: str | None = None
     validate_seeds: int | None = None
+    start_stride: int | None = None
 
 
 def _given(**values: object) -> dict[str, object]:
@@ -74,6 +75,7 @@ def train_topdrl(req: TrainRequest) -> None:
         makespan_weight=req.makespan_weight,
         warm_policy=req.warm_policy,
         warm_jobs=req.warm_jobs,
+        start_stride=req.start_stride,
     )
     cfg = PPOConfig(
         env="topdrl-philly-v2" if led else "topdrl-philly-v1",
@@ -308,6 +310,13 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds."
 )
 @click.option(
+    "--start-stride",
+    type=click.IntRange(min=1),
+    default=None,
+    help="topdrl: start episodes only at every N-th job, so each start's warm-up is played once "
+    "and reused (default 1: any job).",
+)
+@click.option(
     "--lead",
     default=None,
     help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
@@ -369,6 +378,10 @@ def train(policy: str, scenarios: str, seeds: int, no_progress: bool, **opts: ob
     if opts["validate_seeds"] is not None and (policy != "harmony" or not opts["validate"]):
         raise click.ClickException(
             "--validate-seeds: only harmony replays its --validate scenarios under several seeds; give --validate too"
+        )
+    if opts["start_stride"] is not None and policy != "topdrl":
+        raise click.ClickException(
+            f"--start-stride: only topdrl's episodes start at a stride, not {policy}'s"
         )
     if int(opts["workers"]) < 1:  # type: ignore[call-overload]
         raise ConfigError(f"--workers must be at least 1, got {opts['workers']}")

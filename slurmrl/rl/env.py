@@ -58,6 +58,7 @@ from slurmrl.rl.features import (
     GLOBAL_FEATURES,
     Featurizer,
     ObsConfig,
+    RunTimeHistory,
     grid_shape,
 )
 from slurmrl.rl.topdrl import PLACEMENT
@@ -96,6 +97,12 @@ class EnvConfig:
     lead: str = ""
     # Led episodes only: subtract the lead's own replay of the same jobs (paired baseline).
     paired: bool = False
+    # Episodes start only at every ``start_stride``-th job of a workload (1: at any
+    # job). With a stride the same hand-overs recur, so each start's warm-up (and
+    # a led episode's paired replay) is played once per environment and later
+    # episodes from it continue from copies: the warm-up of thousands of jobs
+    # dominates a reset. Needs a fixed compression (a drawn factor never recurs).
+    start_stride: int = 1
 
 
 def _warm_policy(name: str) -> Policy:
@@ -107,6 +114,20 @@ def _warm_policy(name: str) -> Policy:
             f"warm_policy '{name}' reads true durations; the warm start needs a deployable policy"
         )
     return make_policy(name, "topology")
+
+
+# Where an episode starts: (workload index, first job of the window, compression).
+StartKey = tuple[int, int, float]
+
+
+@dataclass(frozen=True)
+class _Handover:
+    """A warm-up played to its hand-over and never played on: episodes starting there run on forks."""
+
+    sim: Simulator
+    view: ClusterView | None
+    users: RunTimeHistory
+    groups: RunTimeHistory
 
 
 @functools.lru_cache(maxsize=8)
@@ -130,6 +151,14 @@ class SchedEnv(gym.Env):
             raise ConfigError(
                 f"warm_jobs and makespan_weight must not be negative, got {config.warm_jobs} "
                 f"and {config.makespan_weight:g}"
+            )
+        if config.start_stride < 1:
+            raise ConfigError(f"start_stride must be at least 1, got {config.start_stride}")
+        if config.start_stride > 1 and config.compression[0] != config.compression[1]:
+            raise ConfigError(
+                f"start_stride {config.start_stride} needs a fixed compression, got a range "
+                f"{config.compression[0]:g}-{config.compression[1]:g}",
+                hint="episodes share a start's warm-up only at one compression",
             )
         self._warm = _warm_policy(config.warm_policy) if config.warm_policy else None
         self.config = config
@@ -167,16 +196,22 @@ class SchedEnv(gym.Env):
         self._jobs = 0
         self._handover = 0.0
         self._first_view: ClusterView | None = None
+        # Hand-overs kept with a start stride, by (workload, start, compression).
+        self._handovers: dict[StartKey, _Handover] = {}
+        self.start_key: StartKey | None = None  # this episode's key in them (None: not kept)
+        self.warm_ups_played = 0  # warm-ups played in this environment; the rest were copies
 
     # -- gymnasium API -------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         rng = self.np_random
-        wl = self._workloads[int(rng.integers(len(self._workloads)))]
+        index = int(rng.integers(len(self._workloads)))
+        wl = self._workloads[index]
         jobs = wl.trace.jobs
         n = min(self.config.episode_jobs, len(jobs))
-        start = int(rng.integers(0, len(jobs) - n + 1))
+        stride = self.config.start_stride
+        start = stride * int(rng.integers(0, (len(jobs) - n) // stride + 1))
         if options and "start" in options:
             start = int(options["start"])
         warm = min(self.config.warm_jobs, start) if self._warm is not None else 0
@@ -186,17 +221,14 @@ class SchedEnv(gym.Env):
         if factor != 1.0 and window:
             t0 = window[0].submit_time
             window = tuple(replace(j, submit_time=t0 + (j.submit_time - t0) / factor) for j in window)
-        trace = replace(wl.trace, jobs=window)
-        self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
-        self.featurizer = Featurizer(self.cluster, self.config.obs, make_placement(PLACEMENT))
-        self._ptr = 0
-        self._steps = 0
-        self._origin = trace.jobs[0].submit_time
         self._handover = window[warm].submit_time if window else 0.0
-        self._first_view = self._warm_up() if warm else None
-        self._done_count = self.sim.finished_count
-        self._jobs = max(len(window) - self.sim.finished_count, 1)
-        self._ptr = max(len(self.sim.samples) - 1, 0)
+        self.start_key = (index, start, factor) if stride > 1 else None
+        self._take_over(wl, replace(wl.trace, jobs=window), warm)
+        sim = self._require_sim()
+        self._steps = 0
+        self._done_count = sim.finished_count
+        self._jobs = max(len(window) - sim.finished_count, 1)
+        self._ptr = max(len(sim.samples) - 1, 0)
         self._advance()
         self._reward()  # the time before the first decision is nobody's doing
         info = {
@@ -207,6 +239,21 @@ class SchedEnv(gym.Env):
             "handover": self._handover,
         }
         return self._obs_dict(), info
+
+    def _take_over(self, wl: Workload, trace: Trace, warm: int) -> None:
+        """This episode's simulator and featuriser at the hand-over: the warm-up played, or a copy of it."""
+        self.featurizer = Featurizer(self.cluster, self.config.obs, make_placement(PLACEMENT))
+        kept = self._handovers.get(self.start_key) if self.start_key is not None else None
+        if kept is None:
+            self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
+            self._first_view = self._warm_up() if warm else None
+            self.warm_ups_played += 1 if warm else 0
+            if self.start_key is None:
+                return
+            kept = _Handover(self.sim, self._first_view, self.featurizer.users, self.featurizer.groups)
+            self._handovers[self.start_key] = kept
+        self.sim, self._first_view = kept.sim.fork(kept.view)
+        self.featurizer.users, self.featurizer.groups = kept.users.copy(), kept.groups.copy()
 
     def _warm_up(self) -> ClusterView | None:
         """Let the warm-start heuristic schedule until the hand-over; the first view it left undecided."""

@@ -134,7 +134,7 @@ class Observation:
 
 
 @dataclass
-class _History:
+class RunTimeHistory:
     """Running mean of log run time of finished jobs per key (user or group)."""
 
     stats: dict[str, list[float]] = field(default_factory=dict)
@@ -145,6 +145,10 @@ class _History:
         s = self.stats.setdefault(key, [0.0, 0.0])
         s[0] += 1.0
         s[1] += math.log1p(max(run_time, 0.0))
+
+    def copy(self) -> RunTimeHistory:
+        """An independent copy (each key's running sums are lists)."""
+        return RunTimeHistory({key: list(s) for key, s in self.stats.items()})
 
     def get(self, key: str) -> tuple[float, float]:
         s = self.stats.get(key) if key else None
@@ -161,8 +165,8 @@ class Featurizer:
         self.config = config
         self.placement = placement
         self.model_index = {m: i for i, m in enumerate(config.models)}
-        self.users = _History()
-        self.groups = _History()
+        self.users = RunTimeHistory()
+        self.groups = RunTimeHistory()
         r, n, g = grid_shape(cluster)
         self.shape = (len(CLUSTER_CHANNELS), r, n, g)
         # Map each (node, gpu) to its grid cell.

@@ -37,7 +37,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.area import AreaCurve
-from slurmrl.rl.env import EnvConfig, SchedEnv, _warm_policy
+from slurmrl.rl.env import EnvConfig, SchedEnv, StartKey, _warm_policy
 from slurmrl.rl.features import Featurizer
 from slurmrl.rl.lead import Proposal, lead_policy, led_decisions, propose
 from slurmrl.rl.topdrl import PLACEMENT
@@ -85,6 +85,7 @@ class LedSchedEnv(SchedEnv):
         self._step: LedStep | None = None
         self._curve: AreaCurve | None = None
         self._need_curve = False
+        self._curves: dict[StartKey, AreaCurve] = {}  # the lead's replay from each kept hand-over
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._pass, self._step, self._curve = None, None, None
@@ -118,7 +119,7 @@ class LedSchedEnv(SchedEnv):
         sim, feat = self._require_sim(), self.featurizer
         if self._need_curve:  # once per episode, from the hand-over, before the agent's first pass
             self._need_curve = False
-            self._curve = lead_area(sim, self._first_view, self.config.lead, self._handover)
+            self._curve = self._paired_curve(sim)
         while True:
             if self._pass is None:
                 view, self._first_view = self._first_view or sim.next_view(skip_when_full=self._skip), None
@@ -134,6 +135,17 @@ class LedSchedEnv(SchedEnv):
                 self._obs = self._step.obs
                 return False
             self._finish_pass()  # nothing left to start: the heuristic's decisions stand
+
+    def _paired_curve(self, sim: Simulator) -> AreaCurve:
+        """The lead's replay from this episode's hand-over; played once per kept hand-over (it is
+        deterministic: a fresh lead on the same cluster and jobs)."""
+        key = self.start_key
+        curve = self._curves.get(key) if key is not None else None
+        if curve is None:
+            curve = lead_area(sim, self._first_view, self.config.lead, self._handover)
+            if key is not None:
+                self._curves[key] = curve
+        return curve
 
     def _finish_pass(self) -> None:
         p = self._pass

@@ -212,3 +212,23 @@ def test_harmony_checks_replay_each_validation_scenario_under_several_seeds(tmp_
     assert res.exception is None, res.output
     run = json.loads((tmp_path / "led" / "run.json").read_text())["harmony"]
     assert run["validate_seeds"] == 2
+
+
+def test_start_stride_reaches_topdrl_episodes_and_no_other_trainer(tmp_path: Path, monkeypatch) -> None:
+    import slurmrl.rl.ppo as ppo
+
+    asked = []
+    monkeypatch.setattr(
+        ppo, "train", lambda cfg, out, **_: asked.append(cfg) or ppo.TrainResult(out, 0, 0, 0.0, 0.0)
+    )
+    runner = CliRunner()
+    args = ["train", "--scenario", "philly-512-week1", "--lead", "sjf-limit", "--no-progress"]
+    res = runner.invoke(main, [*args, "--start-stride", "256", "--out", str(tmp_path / "run")])
+    assert res.exception is None, res.output
+    assert asked[0].env_overrides["start_stride"] == 256 and asked[0].env == "topdrl-philly-v2"
+    res = runner.invoke(main, [*args, "--out", str(tmp_path / "plain")])
+    assert res.exception is None and "start_stride" not in asked[1].env_overrides
+    res = runner.invoke(main, [*HARMONY, "--start-stride", "8", "--out", str(tmp_path / "harmony")])
+    assert res.exit_code == 1 and "--start-stride: only topdrl" in res.output and not asked[2:]
+    res = runner.invoke(main, [*args, "--start-stride", "0", "--out", str(tmp_path / "zero")])
+    assert res.exit_code == 2 and "--start-stride" in res.output

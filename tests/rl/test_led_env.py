@@ -123,3 +123,65 @@ def test_v2_is_led_by_srtf_limit_and_keeps_the_validation_days_out() -> None:
     cfg = env_config("topdrl-philly-v2")
     assert cfg.lead == "srtf-limit" and cfg.paired
     assert "philly-512-week2-val" not in cfg.scenarios and "philly-512-week2" not in cfg.scenarios
+
+
+def _episodes(env: LedSchedEnv, seeds: range) -> list[tuple]:
+    """Every step of one episode per reset seed, under seeded random picks: what a trainer sees."""
+    steps: list[tuple] = []
+    for seed in seeds:
+        obs, info = env.reset(seed=seed)
+        choose, done = _sampler(seed), False
+        steps.append((info["start"], {k: v.copy() for k, v in obs.items()}))
+        while not done:
+            obs, reward, term, trunc, info = env.step(choose(obs))
+            done = term or trunc
+            steps.append((reward, term, trunc, info.get("avg_jct"), {k: v.copy() for k, v in obs.items()}))
+    return steps
+
+
+def _same(a: list[tuple], b: list[tuple]) -> bool:
+    def equal(x, y) -> bool:
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+        return x == y or (x != x and y != y)
+
+    if len(a) != len(b):
+        return False
+    return all(
+        len(s) == len(t) and all(equal(x, y) for x, y in zip(s, t, strict=True))
+        for s, t in zip(a, b, strict=True)
+    )
+
+
+def test_episodes_from_a_kept_hand_over_are_those_a_fresh_warm_up_gives() -> None:
+    """Starts at every 10th job recur: the second visit continues from a copy of the first's
+    warm-up and paired replay, and sees step for step what playing them again would give."""
+    kept, fresh = _env("sjf-limit", start_stride=10), _env("sjf-limit", start_stride=10)
+
+    class Forgetting(type(fresh)):
+        def reset(self, **kwargs):
+            self._handovers.clear()
+            self._curves.clear()
+            return super().reset(**kwargs)
+
+    fresh.__class__ = Forgetting
+    seeds = range(8)
+    a, b = _episodes(kept, seeds), _episodes(fresh, seeds)
+    starts = [s[0] for s in a if isinstance(s[1], dict) and len(s) == 2]
+    assert set(starts) <= {0, 10, 20} and len(set(starts)) < len(starts)  # some starts recur
+    assert _same(a, b)
+    warmed = sum(1 for s in set(starts) if s > 0)
+    assert kept.warm_ups_played == warmed < fresh.warm_ups_played
+
+
+def test_a_start_stride_starts_episodes_at_its_multiples_only() -> None:
+    env = _env(start_stride=7)
+    starts = {env.reset(seed=seed)[1]["start"] for seed in range(60)}
+    assert starts == {0, 7, 14}  # 80 jobs, 60 a window: starts 0-20
+
+
+def test_a_start_stride_needs_a_fixed_compression_and_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="fixed compression"):
+        _env(start_stride=4, compression=(1.0, 2.0))
+    with pytest.raises(ConfigError, match="start_stride must be at least 1"):
+        _env(start_stride=0)
