@@ -28,6 +28,14 @@ agent then takes over a busy cluster with the backlog the heuristic left. The
 featuriser reads every job the heuristic saw finish, so per-user history is
 warm as well. Rewards count only from the hand-over.
 
+Start stride: a warm-up of thousands of jobs costs more than the episode
+after it, and starts drawn from every job of a trace almost never recur.
+With ``start_stride`` N, episodes start only at every N-th job; the first
+episode from a start keeps the simulator at its hand-over (with the
+featuriser's history, and a led episode's paired replay) and every later
+one continues from a copy (:meth:`Simulator.fork`), seeing step for step
+what playing the warm-up again would give.
+
 Reward ``jct``: minus the waiting area (jobs in system x time) accrued since
 the last decision, over the jobs unfinished at hand-over and ``reward_time_s``,
 so the undiscounted return is minus their mean JCT; ``makespan_weight`` adds
@@ -52,6 +60,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_placement
 from slurmrl.policy.view import ClusterView, Decisions, JobView, Start
+from slurmrl.rl.area import AreaCurve
 from slurmrl.rl.features import (
     CLUSTER_CHANNELS,
     FEATURE_CAP,
@@ -121,13 +130,38 @@ StartKey = tuple[int, int, float]
 
 
 @dataclass(frozen=True)
-class _Handover:
+class Handover:
     """A warm-up played to its hand-over and never played on: episodes starting there run on forks."""
 
     sim: Simulator
     view: ClusterView | None
     users: RunTimeHistory
     groups: RunTimeHistory
+
+
+class Handovers:
+    """The hand-overs of strided starts (``EnvConfig.start_stride``), and a led episode's paired replay
+    from each, shared by the environments of one vector env: a start any of them played, every one
+    continues from copies. A key means the same start only under one config and one list of
+    workloads, so a store serves environments built alike and refuses others."""
+
+    def __init__(self) -> None:
+        self.kept: dict[StartKey, Handover] = {}
+        self.curves: dict[StartKey, AreaCurve] = {}
+        self._owner: tuple[EnvConfig, tuple[int, ...]] | None = None
+
+    def serve(self, config: EnvConfig, workloads: Sequence[Workload]) -> None:
+        owner = (config, tuple(id(w) for w in workloads))
+        if self._owner is None:
+            self._owner = owner
+        elif owner != self._owner:
+            raise ConfigError(
+                "one store of hand-overs serves environments of one config and one workload list"
+            )
+
+    def clear(self) -> None:
+        self.kept.clear()
+        self.curves.clear()
 
 
 @functools.lru_cache(maxsize=8)
@@ -141,7 +175,11 @@ class SchedEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(
-        self, config: EnvConfig = EnvConfig(), *, workloads: Sequence[Workload] | None = None
+        self,
+        config: EnvConfig = EnvConfig(),
+        *,
+        workloads: Sequence[Workload] | None = None,
+        handovers: Handovers | None = None,
     ) -> None:
         if config.reward not in REWARDS:
             raise ConfigError(f"unknown reward '{config.reward}'; choose one of {', '.join(REWARDS)}")
@@ -197,7 +235,8 @@ class SchedEnv(gym.Env):
         self._handover = 0.0
         self._first_view: ClusterView | None = None
         # Hand-overs kept with a start stride, by (workload, start, compression).
-        self._handovers: dict[StartKey, _Handover] = {}
+        self.handovers = handovers if handovers is not None else Handovers()
+        self.handovers.serve(config, self._workloads)
         self.start_key: StartKey | None = None  # this episode's key in them (None: not kept)
         self.warm_ups_played = 0  # warm-ups played in this environment; the rest were copies
 
@@ -243,15 +282,15 @@ class SchedEnv(gym.Env):
     def _take_over(self, wl: Workload, trace: Trace, warm: int) -> None:
         """This episode's simulator and featuriser at the hand-over: the warm-up played, or a copy of it."""
         self.featurizer = Featurizer(self.cluster, self.config.obs, make_placement(PLACEMENT))
-        kept = self._handovers.get(self.start_key) if self.start_key is not None else None
+        kept = self.handovers.kept.get(self.start_key) if self.start_key is not None else None
         if kept is None:
             self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
             self._first_view = self._warm_up() if warm else None
             self.warm_ups_played += 1 if warm else 0
             if self.start_key is None:
                 return
-            kept = _Handover(self.sim, self._first_view, self.featurizer.users, self.featurizer.groups)
-            self._handovers[self.start_key] = kept
+            kept = Handover(self.sim, self._first_view, self.featurizer.users, self.featurizer.groups)
+            self.handovers.kept[self.start_key] = kept
         self.sim, self._first_view = kept.sim.fork(kept.view)
         self.featurizer.users, self.featurizer.groups = kept.users.copy(), kept.groups.copy()
 
@@ -431,13 +470,16 @@ def make_env(name: str, *, workloads: Sequence[Workload] | None = None, **overri
     return build_env(env_config(name, **overrides), workloads=workloads)
 
 
-def build_env(cfg: EnvConfig, *, workloads: Sequence[Workload] | None = None) -> SchedEnv:
-    """The environment a config describes: led when it names a ``lead``."""
+def build_env(
+    cfg: EnvConfig, *, workloads: Sequence[Workload] | None = None, handovers: Handovers | None = None
+) -> SchedEnv:
+    """The environment a config describes: led when it names a ``lead``; ``handovers`` shared with
+    the other environments built alike in this process (None: its own)."""
     if cfg.lead:
         from slurmrl.rl.led_env import LedSchedEnv
 
-        return LedSchedEnv(cfg, workloads=workloads)
-    return SchedEnv(cfg, workloads=workloads)
+        return LedSchedEnv(cfg, workloads=workloads, handovers=handovers)
+    return SchedEnv(cfg, workloads=workloads, handovers=handovers)
 
 
 def trace_workload(trace: Trace, cluster_spec: str, *, seed: int = 0) -> Workload:

@@ -37,7 +37,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, JobView
 from slurmrl.rl.area import AreaCurve
-from slurmrl.rl.env import EnvConfig, SchedEnv, StartKey, _warm_policy
+from slurmrl.rl.env import EnvConfig, Handovers, SchedEnv, _warm_policy
 from slurmrl.rl.features import Featurizer
 from slurmrl.rl.lead import Proposal, lead_policy, led_decisions, propose
 from slurmrl.rl.topdrl import PLACEMENT
@@ -71,10 +71,16 @@ def lead_area(sim: Simulator, view: ClusterView | None, lead: str, handover: flo
 class LedSchedEnv(SchedEnv):
     """:class:`SchedEnv` whose actions pick over the ``lead`` heuristic's pass (see the module docstring)."""
 
-    def __init__(self, config: EnvConfig, *, workloads: Sequence[Workload] | None = None) -> None:
+    def __init__(
+        self,
+        config: EnvConfig,
+        *,
+        workloads: Sequence[Workload] | None = None,
+        handovers: Handovers | None = None,
+    ) -> None:
         if not config.lead:
             raise ConfigError("the led environment needs EnvConfig.lead, a deployable heuristic")
-        super().__init__(config, workloads=workloads)
+        super().__init__(config, workloads=workloads, handovers=handovers)
         self._lead = _lead(config.lead)
         self._skip = not getattr(self._lead, "preemptive", False)
         k = config.obs.window
@@ -85,7 +91,6 @@ class LedSchedEnv(SchedEnv):
         self._step: LedStep | None = None
         self._curve: AreaCurve | None = None
         self._need_curve = False
-        self._curves: dict[StartKey, AreaCurve] = {}  # the lead's replay from each kept hand-over
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._pass, self._step, self._curve = None, None, None
@@ -140,11 +145,11 @@ class LedSchedEnv(SchedEnv):
         """The lead's replay from this episode's hand-over; played once per kept hand-over (it is
         deterministic: a fresh lead on the same cluster and jobs)."""
         key = self.start_key
-        curve = self._curves.get(key) if key is not None else None
+        curve = self.handovers.curves.get(key) if key is not None else None
         if curve is None:
             curve = lead_area(sim, self._first_view, self.config.lead, self._handover)
             if key is not None:
-                self._curves[key] = curve
+                self.handovers.curves[key] = curve
         return curve
 
     def _finish_pass(self) -> None:

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from slurmrl.errors import ConfigError
-from slurmrl.rl.env import EnvConfig, build_env, env_config
+from slurmrl.rl.env import EnvConfig, Handovers, build_env, env_config
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
@@ -121,16 +121,21 @@ class TrainResult:
     cpu_seconds: float = 0.0  # CPU time of this process (all threads) over the run's segments
 
 
-def _env_fn(cfg: EnvConfig, workloads: Sequence[Workload] | None) -> Callable[[], gym.Env]:
+def _env_fn(
+    cfg: EnvConfig, workloads: Sequence[Workload] | None, handovers: Handovers | None
+) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         one_core()
-        return build_env(cfg, workloads=workloads)
+        return build_env(cfg, workloads=workloads, handovers=handovers)
 
     return make
 
 
 def _vector(cfg: PPOConfig, env_cfg: EnvConfig, workloads: Sequence[Workload] | None) -> gym.vector.VectorEnv:
-    fns = [_env_fn(env_cfg, workloads) for _ in range(cfg.num_envs)]
+    # Environments stepped in this process share the hand-overs of strided starts;
+    # one process each (async) keeps its own.
+    shared = Handovers() if cfg.vector == "sync" else None
+    fns = [_env_fn(env_cfg, workloads, shared) for _ in range(cfg.num_envs)]
     # SAME_STEP: a done step returns the next episode's first observation and puts the
     # episode's last one in infos["final_obs"], which collect_rollout bootstraps truncations from.
     mode = gym.vector.AutoresetMode.SAME_STEP

@@ -33,7 +33,7 @@ def _trace(n: int = 80, seed: int = 0) -> Trace:
 WORKLOAD = trace_workload(_trace(), "1x2x8:v100")
 
 
-def _env(lead: str = "srtf-limit", **changes) -> LedSchedEnv:
+def _env(lead: str = "srtf-limit", handovers=None, **changes) -> LedSchedEnv:
     cfg = EnvConfig(
         episode_jobs=60,
         obs=ObsConfig(window=8, oldest=2),
@@ -44,7 +44,7 @@ def _env(lead: str = "srtf-limit", **changes) -> LedSchedEnv:
         warm_jobs=20,
         max_steps=10_000,
     )
-    env = build_env(EnvConfig(**{**cfg.__dict__, **changes}), workloads=[WORKLOAD])
+    env = build_env(EnvConfig(**{**cfg.__dict__, **changes}), workloads=[WORKLOAD], handovers=handovers)
     assert isinstance(env, LedSchedEnv)
     return env
 
@@ -160,8 +160,7 @@ def test_episodes_from_a_kept_hand_over_are_those_a_fresh_warm_up_gives() -> Non
 
     class Forgetting(type(fresh)):
         def reset(self, **kwargs):
-            self._handovers.clear()
-            self._curves.clear()
+            self.handovers.clear()
             return super().reset(**kwargs)
 
     fresh.__class__ = Forgetting
@@ -185,3 +184,19 @@ def test_a_start_stride_needs_a_fixed_compression_and_must_be_positive() -> None
         _env(start_stride=4, compression=(1.0, 2.0))
     with pytest.raises(ConfigError, match="start_stride must be at least 1"):
         _env(start_stride=0)
+
+
+def test_environments_built_alike_share_their_hand_overs_and_others_are_refused() -> None:
+    """A start one environment played is a copy for the next (as in one trainer's vector env)."""
+    from slurmrl.rl.env import Handovers
+
+    store = Handovers()
+    first = _env("sjf-limit", start_stride=10, handovers=store)
+    second = _env("sjf-limit", start_stride=10, handovers=store)
+    alone = _env("sjf-limit", start_stride=10)
+    a = _episodes(first, range(8))
+    b, c = _episodes(second, range(8)), _episodes(alone, range(8))
+    assert first.warm_ups_played > 0 and second.warm_ups_played == 0 < alone.warm_ups_played
+    assert _same(a, b) and _same(b, c)
+    with pytest.raises(ConfigError, match="one config"):
+        _env("sjf-limit", start_stride=5, handovers=store)
