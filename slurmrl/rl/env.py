@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -108,9 +109,10 @@ class EnvConfig:
     paired: bool = False
     # Episodes start only at every ``start_stride``-th job of a workload (1: at any
     # job). With a stride the same hand-overs recur, so each start's warm-up (and
-    # a led episode's paired replay) is played once per environment and later
-    # episodes from it continue from copies: the warm-up of thousands of jobs
-    # dominates a reset. Needs a fixed compression (a drawn factor never recurs).
+    # a led episode's paired replay) is played once and later episodes from it, in
+    # any environment sharing the store (Handovers), continue from copies: the
+    # warm-up of thousands of jobs dominates a reset. Needs a fixed compression
+    # (a drawn factor never recurs).
     start_stride: int = 1
 
 
@@ -139,15 +141,21 @@ class Handover:
     groups: RunTimeHistory
 
 
+# Hand-overs one store keeps: about 8 MB each after the recipe's warm-up of 6,144
+# Philly jobs, so about 1 GB; beyond it the least recently used is dropped.
+MAX_HANDOVERS = 128
+
+
 class Handovers:
     """The hand-overs of strided starts (``EnvConfig.start_stride``), and a led episode's paired replay
     from each, shared by the environments of one vector env: a start any of them played, every one
     continues from copies. A key means the same start only under one config and one list of
     workloads, so a store serves environments built alike and refuses others."""
 
-    def __init__(self) -> None:
-        self.kept: dict[StartKey, Handover] = {}
-        self.curves: dict[StartKey, AreaCurve] = {}
+    def __init__(self, size: int = MAX_HANDOVERS) -> None:
+        self.size = size
+        self._kept: OrderedDict[StartKey, Handover] = OrderedDict()
+        self._curves: dict[StartKey, AreaCurve] = {}
         self._owner: tuple[EnvConfig, tuple[int, ...]] | None = None
 
     def serve(self, config: EnvConfig, workloads: Sequence[Workload]) -> None:
@@ -159,9 +167,28 @@ class Handovers:
                 "one store of hand-overs serves environments of one config and one workload list"
             )
 
+    def get(self, key: StartKey) -> Handover | None:
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+        return kept
+
+    def keep(self, key: StartKey, handover: Handover) -> None:
+        self._kept[key] = handover
+        while len(self._kept) > self.size:
+            dropped, _ = self._kept.popitem(last=False)
+            self._curves.pop(dropped, None)
+
+    def curve(self, key: StartKey) -> AreaCurve | None:
+        return self._curves.get(key)
+
+    def keep_curve(self, key: StartKey, curve: AreaCurve) -> None:
+        if key in self._kept:
+            self._curves[key] = curve
+
     def clear(self) -> None:
-        self.kept.clear()
-        self.curves.clear()
+        self._kept.clear()
+        self._curves.clear()
 
 
 @functools.lru_cache(maxsize=8)
@@ -282,7 +309,7 @@ class SchedEnv(gym.Env):
     def _take_over(self, wl: Workload, trace: Trace, warm: int) -> None:
         """This episode's simulator and featuriser at the hand-over: the warm-up played, or a copy of it."""
         self.featurizer = Featurizer(self.cluster, self.config.obs, make_placement(PLACEMENT))
-        kept = self.handovers.kept.get(self.start_key) if self.start_key is not None else None
+        kept = self.handovers.get(self.start_key) if self.start_key is not None else None
         if kept is None:
             self.sim = Simulator(trace, self.cluster, config=sim_config(SimSettings(), wl.seed))
             self._first_view = self._warm_up() if warm else None
@@ -290,7 +317,7 @@ class SchedEnv(gym.Env):
             if self.start_key is None:
                 return
             kept = Handover(self.sim, self._first_view, self.featurizer.users, self.featurizer.groups)
-            self.handovers.kept[self.start_key] = kept
+            self.handovers.keep(self.start_key, kept)
         self.sim, self._first_view = kept.sim.fork(kept.view)
         self.featurizer.users, self.featurizer.groups = kept.users.copy(), kept.groups.copy()
 

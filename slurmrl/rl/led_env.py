@@ -145,11 +145,11 @@ class LedSchedEnv(SchedEnv):
         """The lead's replay from this episode's hand-over; played once per kept hand-over (it is
         deterministic: a fresh lead on the same cluster and jobs)."""
         key = self.start_key
-        curve = self.handovers.curves.get(key) if key is not None else None
+        curve = self.handovers.curve(key) if key is not None else None
         if curve is None:
             curve = lead_area(sim, self._first_view, self.config.lead, self._handover)
             if key is not None:
-                self.handovers.curves[key] = curve
+                self.handovers.keep_curve(key, curve)
         return curve
 
     def _finish_pass(self) -> None:

@@ -200,3 +200,15 @@ def test_environments_built_alike_share_their_hand_overs_and_others_are_refused(
     assert _same(a, b) and _same(b, c)
     with pytest.raises(ConfigError, match="one config"):
         _env("sjf-limit", start_stride=5, handovers=store)
+
+
+@pytest.mark.parametrize(("size", "played"), [(1, 3), (2, 2)])
+def test_a_full_store_drops_the_hand_over_used_least_recently(size: int, played: int) -> None:
+    from slurmrl.rl.env import Handovers
+
+    env = _env("sjf-limit", start_stride=10, handovers=Handovers(size=size))
+    fresh = _env("sjf-limit", start_stride=10, handovers=Handovers(size=0))
+    for start in (10, 20, 10):
+        a, b = env.reset(seed=0, options={"start": start}), fresh.reset(seed=0, options={"start": start})
+        assert all(np.array_equal(a[0][k], b[0][k]) for k in a[0])
+    assert env.warm_ups_played == played and fresh.warm_ups_played == 3
