@@ -25,6 +25,8 @@ rollout's share that is not the network:
 
     env_ms           CPU milliseconds per step over 3,000 steps, the resets
                      (each a warm-up of up to 6,144 jobs under ``slurm``) included
+    handover_mb      memory one hand-over kept by ``--start-stride`` holds (the
+                     simulator at the hand-over and the lead's paired replay)
 
 Run the code before and after a change alternately (``PYTHONPATH=...``
 picks the package) on an otherwise idle machine: CPU time of one run moves
@@ -130,6 +132,30 @@ def print_env_ms() -> None:
     print(f"env_ms {env_ms():.2f} (CPU per step of the recipe's environment, random picks, resets included)")
 
 
+def handover_mb(starts: int = 4) -> float:
+    """Memory one kept hand-over of ``--start-stride`` holds (simulator at the hand-over and paired replay)."""
+    import gc
+    import tracemalloc
+
+    from slurmrl.rl.env import make_env
+
+    env = make_env("topdrl-philly-v2", lead="sjf-limit", start_stride=256)
+    env.reset(seed=1, options={"start": 28 * 256})  # every start here has the full warm-up
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(1, starts + 1):
+        env.reset(seed=1, options={"start": (28 + i) * 256})
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return grown / starts / 1e6
+
+
+def print_handover_mb() -> None:
+    print(f"handover_mb {handover_mb():.1f} (memory of one hand-over kept by --start-stride)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -146,6 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.env_only:
         print_env_ms()
+        print_handover_mb()
         return
     if args.updates < 2 * VALIDATE_EVERY or args.updates % VALIDATE_EVERY:
         parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
@@ -166,6 +193,7 @@ def main() -> None:
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")
     print(f"minibatch_ms {minibatch_ms():.1f} (256 observations, forward and backward, one thread)")
     print_env_ms()
+    print_handover_mb()
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ class Handover:
 
 
 # Hand-overs one store keeps: about 8 MB each after the recipe's warm-up of 6,144
-# Philly jobs, so about 1 GB; beyond it the least recently used is dropped.
+# Philly jobs (benchmarks/train_speed.py prints it), so about 1 GB; beyond it the
+# least recently used is dropped.
 MAX_HANDOVERS = 128
 
 
