@@ -24,6 +24,7 @@ MODES = ("site_factor", "priority")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 BACKENDS = ("cli", "pyslurm")
 PINS = ("required", "prefer")  # ReqNodeList= (hard) or Prefer= (soft) for a placement
+PREEMPT = ("off", "requeue")  # a preemptive policy's stops: refused, or enacted as scontrol requeue
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ class DaemonConfig:
     # history-based policies do not decide on a cold history after every restart;
     # 0 = start cold.
     history_days: float = 7.0
+    # "requeue": a preemptive policy's stops become `scontrol requeue` (slurmrl.daemon.preempt),
+    # at most max_preemptions_per_cycle per cycle; "off": preemptive policies are refused.
+    preempt: str = "off"
+    max_preemptions_per_cycle: int = 4
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     source: str = ""  # the file it was read from
@@ -161,6 +166,8 @@ TOP: dict[str, tuple[str, _Check]] = {
     "backoff_max": ("float", _positive),
     "time_scale": ("float", _positive),
     "history_days": ("float", _non_negative),
+    "preempt": ("str", _one_of(PREEMPT)),
+    "max_preemptions_per_cycle": ("int", _positive),
 }
 SCOPE: dict[str, tuple[str, _Check]] = {
     "partitions": ("strs", _ok),

@@ -35,6 +35,14 @@ from slurmrl.daemon.logs import LOGGER, log
 from slurmrl.daemon.metrics import DaemonMetrics
 from slurmrl.daemon.notify import Notifier
 from slurmrl.daemon.plan import Change, CyclePlan, plan_cycle, restore_changes
+from slurmrl.daemon.preempt import (
+    PreemptPlan,
+    Requeue,
+    as_preempted,
+    plan_preemptions,
+    requeue_jobs,
+    settle_preemptions,
+)
 from slurmrl.daemon.reconcile import adopt_notes, settle_unsure
 from slurmrl.daemon.record import Record
 from slurmrl.daemon.scope import build_view, elastic_problems, scoped_pending
@@ -44,7 +52,7 @@ from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.run import STATS
-from slurmrl.slurm.snapshot import Snapshot
+from slurmrl.slurm.snapshot import SlurmJob, Snapshot
 
 REVERT_ATTEMPTS = 5  # rounds of retries when giving values back (our choice)
 SLEEP_SLICE = 0.2  # seconds between checks of the stop flag
@@ -97,11 +105,11 @@ def load_policy(config: DaemonConfig) -> Policy:
     policy = make_policy(config.policy, config.placement)
     if not getattr(policy, "deployable", True):
         raise PolicyError(f"policy '{config.policy}' reports itself as not deployable")
-    if getattr(policy, "preemptive", False):
+    if getattr(policy, "preemptive", False) and config.preempt == "off":
         raise PolicyError(
-            f"policy '{config.policy}' preempts running jobs, which the daemon cannot enact "
-            "(it only orders and places pending jobs)",
-            hint="choose a non-preemptive policy; 'slurmrl policies' lists them",
+            f"policy '{config.policy}' preempts running jobs, and the config has preempt = \"off\"",
+            hint='set preempt = "requeue" to let the daemon requeue the jobs it stops '
+            "(they must checkpoint to keep their progress), or choose a non-preemptive policy",
         )
     return policy
 
@@ -149,6 +157,9 @@ class Daemon:
         # Said once per daemon run: refused starts (job, GPU count) and unusable elastic tags (job, tag).
         self._said: set[tuple[str, str]] = set()
         self.metrics.notes_enabled.set(1)
+        # (job id, start time) -> why Slurm refused to requeue that run: not asked again.
+        self._requeue_refused: dict[tuple[str, float | None], str] = {}
+        self._preempt_said: set[tuple[str, str]] = set()  # (job id, why) of refused preemptions
         # Slurm calls the next cycle may make: halved while slurmctld answers slowly.
         self.call_cap = config.max_calls_per_cycle
         self.metrics.call_cap.set(self.call_cap)
@@ -208,7 +219,7 @@ class Daemon:
             self._history_read = True
             self._read_history(snapshot)
         view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
-        return scale_view(view, self.config.time_scale)
+        return scale_view(as_preempted(view, self.record.preempted), self.config.time_scale)
 
     def _read_history(self, snapshot: Snapshot) -> None:
         """The last ``history_days`` of ended jobs, for the first view; said, audited and counted."""
@@ -246,13 +257,16 @@ class Daemon:
     def _reconcile(self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors]) -> None:
         jobs = {j.job_id: j for j in snapshot.jobs}
         lines = settle_unsure(self.record, jobs, factors)
+        count = len(self.record.preempted)
+        lines += settle_preemptions(self.record.preempted, jobs)
+        changed = bool(lines) or len(self.record.preempted) != count
         if not self._adopted:  # once per start: a note left by a run whose record is lost
             lines += adopt_notes(self.record, scoped_pending(snapshot, self.config.scope), self.clock())
             self._adopted = True
         for line in lines:
             log(logging.INFO, "reconcile", detail=line)
             self.audit.write("reconcile", detail=line)
-        if lines:
+        if changed or lines:
             self.save()
 
     def cycle(self) -> CycleOutcome:
@@ -264,14 +278,67 @@ class Daemon:
         number = self.record.cycle + 1
         snapshot, factors = self.read()
         plan, decisions, policy_seconds = self.decide(snapshot, factors)
-        if decisions.preempt:  # refused at load; never dropped without a word
-            log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(decisions.preempt))
-            self.audit.write("dropped", cycle=number, preempt=list(decisions.preempt))
+        if decisions.preempt:
+            self.preempt(number, snapshot, decisions.preempt)
         result = self.send(number, plan) if not self.dry_run else self._dry(number, plan)
         seconds = time.perf_counter() - t0
         outcome = CycleOutcome(number, seconds, policy_seconds, plan, result, decisions.wake_at)
         self._report_cycle(outcome, decisions)
         return outcome
+
+    def preempt(self, number: int, snapshot: Snapshot, asked: tuple[str, ...]) -> PreemptPlan | None:
+        """The policy's preemptions: requeued (``preempt = "requeue"``, the first
+        ``max_preemptions_per_cycle``), or each said and audited; never dropped without a word.
+
+        Sent before the cycle's pins, so the GPUs they free are there for the jobs pinned to them."""
+        if self.config.preempt == "off":  # only a policy that does not say it preempts gets here
+            log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(asked))
+            self.audit.write("dropped", cycle=number, preempt=list(asked))
+            return None
+        jobs = {j.job_id: j for j in snapshot.jobs}
+        self._requeue_refused = {  # a refusal holds for the run it was about
+            run: why
+            for run, why in self._requeue_refused.items()
+            if run[0] in jobs and jobs[run[0]].start_time == run[1]
+        }
+        cap = self.config.max_preemptions_per_cycle
+        plan = plan_preemptions(asked, jobs, self.config.scope, cap, self._requeue_refused)
+        self._preempt_said = {said for said in self._preempt_said if said[0] in jobs}
+        for jid, why in plan.refused:
+            self.metrics.preemptions.labels(outcome="refused").inc()
+            if (jid, why) not in self._preempt_said:  # said once while the job is listed
+                self._preempt_said.add((jid, why))
+                log(logging.WARNING, "preemption refused", cycle=number, job=jid, reason=why)
+                self.audit.write("preempt_refused", cycle=number, job=jid, reason=why)
+        if plan.deferred:
+            self.metrics.preemptions.labels(outcome="deferred").inc(len(plan.deferred))
+            log(logging.INFO, "preemptions deferred", cycle=number, jobs=",".join(plan.deferred), cap=cap)
+            self.audit.write("preempt_deferred", cycle=number, jobs=list(plan.deferred), cap=cap)
+        if self.dry_run:
+            for job in plan.send:
+                self.metrics.preemptions.labels(outcome="dry_run").inc()
+                log(logging.INFO, "would requeue", cycle=number, job=job.job_id)
+                self.audit.write("preempt", cycle=number, job=job.job_id, dry_run=True)
+            return plan
+        for done in requeue_jobs(self.backend, plan.send, self.record.preempted, self.clock(), self.save):
+            self._requeued(number, done, jobs[done.job_id])
+        return plan
+
+    def _requeued(self, number: int, done: Requeue, job: SlurmJob) -> None:
+        """One requeue's outcome: counted, logged, audited; a refused run remembered."""
+        if done.error is None:
+            self.metrics.preemptions.labels(outcome="requeued").inc()
+            entry = self.record.preempted[done.job_id]
+            log(logging.INFO, "requeued", cycle=number, job=done.job_id, times=entry.count)
+            self.audit.write("preempt", cycle=number, job=done.job_id, times=entry.count, dry_run=False)
+            return
+        outcome = "failed" if done.settled else "unanswered"
+        self.metrics.preemptions.labels(outcome=outcome).inc()
+        self.metrics.errors.labels(kind=error_kind(done.error)).inc()
+        log(logging.WARNING, f"requeue {outcome}", cycle=number, job=done.job_id, error=done.error.format())
+        self.audit.write("preempt_error", cycle=number, job=done.job_id, error=done.error.format())
+        if done.settled:
+            self._requeue_refused[(done.job_id, job.start_time)] = f"Slurm refused its requeue: {done.error}"
 
     def _dry(self, number: int, plan: CyclePlan) -> None:
         """A dry run: every change audited and counted, nothing sent, no state written."""

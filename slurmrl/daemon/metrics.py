@@ -73,6 +73,12 @@ class DaemonMetrics:
             registry=r,
         )
         self.errors = Counter("slurmrl_errors", "Errors by kind", ["kind"], registry=r)
+        self.preemptions = Counter(
+            "slurmrl_preemptions",
+            "A policy's preemptions by outcome (requeued, unanswered, failed, refused, deferred, dry_run)",
+            ["outcome"],
+            registry=r,
+        )
         self.last_success = Gauge(
             "slurmrl_last_success_timestamp_seconds", "Unix time of the last successful cycle", registry=r
         )

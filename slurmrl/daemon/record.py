@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from slurmrl.daemon.preempt import Preempted
 from slurmrl.errors import ConfigError
 
 FORMAT = 1
@@ -104,11 +105,18 @@ _FIELDS = tuple(Touched.__dataclass_fields__)
 
 
 class Record:
-    """Job id -> :class:`Touched`, plus the cycle counter; saved as one JSON file."""
+    """Job id -> :class:`Touched`, plus the cycle counter and the jobs the daemon requeued
+    (:class:`~slurmrl.daemon.preempt.Preempted`, kept until they end); saved as one JSON file."""
 
-    def __init__(self, jobs: dict[str, Touched] | None = None, cycle: int = 0) -> None:
+    def __init__(
+        self,
+        jobs: dict[str, Touched] | None = None,
+        cycle: int = 0,
+        preempted: dict[str, Preempted] | None = None,
+    ) -> None:
         self.jobs: dict[str, Touched] = dict(jobs or {})
         self.cycle = cycle
+        self.preempted: dict[str, Preempted] = dict(preempted or {})
         # Job id -> (entry, its JSON): entries are frozen, so a save encodes only the new ones.
         self._encoded: dict[str, tuple[Touched, str]] = {}
 
@@ -131,11 +139,11 @@ class Record:
         self.jobs.pop(job_id, None)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "cycle": self.cycle,
-            "jobs": {k: v.to_json() for k, v in sorted(self.jobs.items())},
-        }
+        out: dict[str, Any] = {"format": FORMAT, "cycle": self.cycle}
+        if self.preempted:
+            out["preempted"] = {k: v.to_json() for k, v in sorted(self.preempted.items())}
+        out["jobs"] = {k: v.to_json() for k, v in sorted(self.jobs.items())}
+        return out
 
     def to_text(self) -> str:
         """The record as JSON, one job a line. The daemon saves it before every update, so
@@ -143,8 +151,15 @@ class Record:
         mostly joins lines already made."""
         lines = [self._line(job_id, entry) for job_id, entry in sorted(self.jobs.items())]
         self._encoded = {k: v for k, v in self._encoded.items() if k in self.jobs}
-        head = f'{{"format": {FORMAT}, "cycle": {int(self.cycle)}, "jobs": {{'
+        head = f'{{"format": {FORMAT}, "cycle": {int(self.cycle)}, {self._preempted_text()}"jobs": {{'
         return f"{head}\n" + ",\n".join(lines) + "\n}}\n" if lines else f"{head}}}}}\n"
+
+    def _preempted_text(self) -> str:
+        """The requeued jobs' entries, when there are any (a record without them reads as before)."""
+        if not self.preempted:
+            return ""
+        entries = {k: v.to_json() for k, v in sorted(self.preempted.items())}
+        return f'"preempted": {json.dumps(entries)}, '
 
     def _line(self, job_id: str, entry: Touched) -> str:
         cached = self._encoded.get(job_id)
@@ -187,10 +202,12 @@ class Record:
             not isinstance(data, dict)
             or data.get("format") != FORMAT
             or not isinstance(data.get("jobs"), dict)
+            or not isinstance(data.get("preempted", {}), dict)
         ):
             raise ConfigError(f"state file is not a slurmrl daemon record (format {FORMAT})", file=str(p))
         try:
             jobs = {k: Touched.from_json(v) for k, v in data["jobs"].items()}
+            preempted = {k: Preempted.from_json(v) for k, v in (data.get("preempted") or {}).items()}
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"state file holds a malformed job entry: {exc}", file=str(p)) from None
-        return Record(jobs, int(data.get("cycle", 0)))
+        return Record(jobs, int(data.get("cycle", 0)), preempted)

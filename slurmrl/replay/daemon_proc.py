@@ -98,7 +98,13 @@ class DaemonProcess:
         """The config as the daemon will read it: any mistake as one error before anything is submitted."""
         from slurmrl.daemon.config import load_config
 
-        load_config(str(self.config_path))
+        if load_config(str(self.config_path)).preempt != "off":
+            raise SlurmrlError(
+                "a replay cannot requeue: its jobs sleep their trace duration and would sleep it "
+                "again from the start",
+                file=str(self.config_path),
+                hint='set preempt = "off" in the daemon config for the replay',
+            )
 
     def start(self) -> None:
         argv = [

@@ -147,6 +147,10 @@ class CliBackend:
                 raise
             raise PartlyRefused(exc.format(), named) from None
 
+    def requeue(self, job_id: str) -> None:
+        """``scontrol requeue``: the running batch job back to the queue, its script run again later."""
+        self._call("scontrol", "requeue", check_job_id(job_id))
+
     def set_site_factor(self, job_id: str, value: int) -> None:
         self._update(job_id, setting("site_factor", value))
 

@@ -232,6 +232,7 @@ def _job(ctx: _Ctx, rec: dict[str, Any]) -> SlurmJob:
         submit_time=float(submit),
         start_time=float(start) if start and base != "PENDING" and start != math.inf else None,
         end_time=float(end) if end and base not in ("PENDING", "RUNNING") and end != math.inf else None,
+        restarts=_int(ctx, rec, "restart_cnt", where) or 0,
         time_limit=None if limit is None or limit == math.inf else float(limit) * 60.0,
         priority=priority,
         num_nodes=num_nodes,

@@ -278,6 +278,7 @@ class PyslurmBackend:
             reason="" if reason == "None" else reason,
             submit_time=float(j.submit_time or 0),
             start_time=float(j.start_time) if j.start_time and nodes else None,
+            restarts=j.requeue_count or 0,
             time_limit=None if limit is None or limit == math.inf else float(limit) * 60.0,
             priority=j.priority,
             num_nodes=num_nodes,
@@ -303,6 +304,9 @@ class PyslurmBackend:
             num_tasks=getattr(j, "ntasks", None) or None,
             tasks_per_node=getattr(j, "ntasks_per_node", None) or None,
         )
+
+    def requeue(self, job_id: str) -> None:
+        self._writer.requeue(job_id)
 
     def set_site_factor(self, job_id: str, value: int) -> None:
         self._writer.set_site_factor(job_id, value)

@@ -256,6 +256,27 @@ class FakeSlurm:
             if j.is_pending
         }
 
+    def requeue(self, job_id: str) -> None:
+        """As Slurm 22.05 requeues a running batch job: pending again, its submit time reset
+        to now, its restart count up by one, no start, node or GPUs."""
+        self._maybe_fail("requeue", job_id)
+        job = self.jobs.get(job_id)
+        if job is None:
+            from slurmrl.slurm.run import JobNotFound
+
+            raise JobNotFound(f"'scontrol requeue {job_id}' failed: Invalid job id specified")
+        self.calls.append(("requeue", job_id, None))
+        self.jobs[job_id] = replace(
+            job,
+            state="PENDING",
+            reason="BeginTime",
+            submit_time=self.now,
+            start_time=None,
+            restarts=job.restarts + 1,
+            nodes=(),
+            gpu_alloc=(),
+        )
+
     # helpers for tests
     def start(self, job_id: str, node: str, gpus: Sequence[int]) -> None:
         j = self.jobs[job_id]

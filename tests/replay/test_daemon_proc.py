@@ -45,3 +45,14 @@ def test_unreadable_admin_config_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(SlurmrlError) as err:
         daemon_config_text(DaemonSetup(config_file=bad), tmp_path, 10.0, "")
     assert str(bad) in err.value.format()
+
+
+def test_an_admin_config_that_requeues_is_refused_before_anything_is_submitted(tmp_path: Path) -> None:
+    admin = tmp_path / "admin.toml"
+    admin.write_text('policy = "srtf-limit"\npreempt = "requeue"\n')
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\n")
+    folder = tmp_path / "daemon"
+    proc = DaemonProcess(folder, daemon_config_text(DaemonSetup(config_file=admin), folder, 50.0, str(conf)))
+    with pytest.raises(SlurmrlError, match="cannot requeue"):
+        proc.check()

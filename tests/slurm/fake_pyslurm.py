@@ -167,6 +167,7 @@ class Job:
         state_reason="None",
         submit_time=0,
         start_time=0,
+        restart_cnt=0,
         time_limit=0xFFFFFFFE,
         priority=1,
         num_nodes=1,
@@ -214,6 +215,7 @@ class Job:
     state_reason = property(lambda s: s._raw["state_reason"])
     submit_time = property(lambda s: s._raw["submit_time"] or None)
     start_time = property(lambda s: s._raw["start_time"] or None)
+    requeue_count = property(lambda s: 0 if s._raw["restart_cnt"] in (0, NO_VAL16) else s._raw["restart_cnt"])
     priority = property(lambda s: None if s._raw["priority"] == 0xFFFFFFFE else s._raw["priority"])
     num_nodes = property(lambda s: _u32(s._raw["num_nodes"]))
     max_nodes = property(lambda s: _u32(s._raw["max_nodes"]))

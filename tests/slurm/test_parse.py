@@ -81,6 +81,16 @@ def test_running_jobs_gpu_indices(version: str) -> None:
     assert jobs["6"].time_limit == 7200.0
 
 
+@pytest.mark.parametrize("version", ["v22.05", "v23.11", "v24.05", "v24.11", "v25.11"])
+def test_restart_counts(version: str) -> None:
+    """``restart_cnt``, a plain integer in every squeue --json shape that has it."""
+    doc = json.loads((FIX / version / "squeue.json").read_text())
+    assert all(rec["restart_cnt"] == 0 for rec in doc["jobs"])
+    doc["jobs"][0]["restart_cnt"] = 3
+    jobs = parse_squeue_json(json.dumps(doc))
+    assert jobs[0].restarts == 3 and all(j.restarts == 0 for j in jobs[1:])
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pending_gpu_asks_and_flags(version: str) -> None:
     jobs = _squeue(version)

@@ -62,6 +62,7 @@ def fake(monkeypatch: pytest.MonkeyPatch):
             time_limit=60,
             tres_alloc_str="cpu=6,gres/gpu=3",
             gres_detail={"node01": "gpu:v100:3(IDX:0-2)"},
+            restart_cnt=2,
         ),
         # --gpus=2: tres_per_job is lost by pyslurm; requested_tres has it (gres/gpu tracked).
         mod.Job(
@@ -124,6 +125,13 @@ def test_fake_mirrors_pyslurm_shapes(fake) -> None:
     assert fake.Nodes.items[0].allocated_gres == {"gpu": 3, "gpu:v100": 3}
     with pytest.raises(AttributeError):
         _ = job5.tres_per_node_text  # no invented attributes
+
+
+def test_restart_counts_as_pyslurm_gives_them(fake) -> None:
+    jobs = {j.job_id: j for j in _snapshot().jobs}
+    assert (jobs["4"].restarts, jobs["5"].restarts) == (2, 0)
+    fake.Jobs.items.append(fake.Job(job_id=9, restart_cnt=fake.NO_VAL16, submit_time=50))
+    assert {j.job_id: j for j in _snapshot().jobs}["9"].restarts == 0  # NO_VAL16 reads as 0 (u16_parse)
 
 
 def test_gpus_per_job_and_gpu_use_from_layouts(fake) -> None:

@@ -1,0 +1,240 @@
+"""Preemption by requeue: what is sent, what is kept, what the policy sees afterwards."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import fake_slurm  # loaded by conftest.py
+import pytest
+
+from slurmrl.daemon.config import DaemonConfig, ScopeConfig, parse_config
+from slurmrl.daemon.loop import Daemon
+from slurmrl.daemon.metrics import DaemonMetrics
+from slurmrl.daemon.preempt import (
+    Preempted,
+    as_preempted,
+    plan_preemptions,
+    requeue_jobs,
+    settle_preemptions,
+)
+from slurmrl.daemon.record import Record
+from slurmrl.errors import ConfigError, PolicyError
+from slurmrl.slurm.run import CommandFailed, ControllerUnreachable
+
+FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slurm.running
+
+NOW = 1_700_000_000.0
+HOUR = 3600.0
+
+
+def long_runs() -> list:
+    """Four 8-GPU jobs that started two hours ago and ask 100 hours each: the cluster is full."""
+    return [
+        replace(running(f"r{i}", f"node0{i}", range(8), submit=NOW - 2 * HOUR - 1), time_limit=100 * HOUR)
+        for i in range(1, 5)
+    ]
+
+
+def config(tmp_path: Path, **kw) -> DaemonConfig:
+    base = dict(
+        policy="srtf-limit",
+        placement="first-fit",
+        state_file=str(tmp_path / "state.json"),
+        audit_log=str(tmp_path / "audit.jsonl"),
+        preempt="requeue",
+    )
+    base.update(kw)
+    return DaemonConfig(**base)
+
+
+def make(tmp_path: Path, fake: FakeSlurm, **kw) -> Daemon:
+    return Daemon(
+        config(tmp_path, **kw), fake, metrics=DaemonMetrics(), clock=lambda: fake.now, sleep=lambda s: None
+    )
+
+
+def audit(tmp_path: Path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+
+
+def test_a_preemptive_policy_is_refused_unless_the_config_lets_the_daemon_requeue(tmp_path: Path) -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    with pytest.raises(PolicyError, match='preempt = "off"'):
+        make(tmp_path, fake, preempt="off")
+    make(tmp_path, fake).close()
+
+
+def test_config_checks_the_preempt_keys() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"preempt": "kill", "max_preemptions_per_cycle": 0})
+    text = str(err.value)
+    assert "preempt: must be one of off, requeue" in text and "max_preemptions_per_cycle" in text
+    assert parse_config({"preempt": "requeue"}).max_preemptions_per_cycle == 4
+
+
+def test_a_short_job_behind_long_ones_gets_a_requeue_and_the_freed_node(tmp_path: Path) -> None:
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake)
+    d.cycle()
+    requeued = [jid for _, jid, _ in fake.writes("requeue")]
+    assert len(requeued) == 1
+    victim = requeued[0]
+    node = fake_slurm.running(victim, f"node0{victim[1]}", range(8)).nodes[0]
+    assert fake.jobs["p"].required_nodes == (node,)  # pinned where the requeue frees GPUs
+    assert fake.writes().index(("requeue", victim, None)) == 0  # before the pin
+    entry = Record.load(tmp_path / "state.json").preempted[victim]
+    assert (entry.count, entry.stopping, entry.submit_time) == (1, None, NOW - 2 * HOUR - 1)
+    assert entry.service == pytest.approx(8 * 2 * HOUR)
+    assert [a["kind"] for a in audit(tmp_path) if a["kind"].startswith("preempt")] == ["preempt"]
+    d.close()
+
+
+def test_the_view_shows_a_requeued_job_as_the_simulator_shows_a_preempted_one(tmp_path: Path) -> None:
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake)
+    d.cycle()
+    victim = fake.writes("requeue")[0][1]
+    assert fake.jobs[victim].submit_time == NOW  # Slurm's own field is reset
+    fake.now = NOW + 180  # past the begin time Slurm gives a requeued job
+    fake.jobs[victim] = replace(fake.jobs[victim], reason="Priority")
+    snapshot, _ = d.read()
+    seen = {j.job_id: j for j in d.view(snapshot, d.scope(snapshot)).pending}[victim]
+    assert seen.submit_time == NOW - 2 * HOUR - 1
+    assert seen.attained_service == pytest.approx(8 * 2 * HOUR)
+    assert seen.preemptions == 1
+    d.close()
+
+
+def test_at_most_the_cap_per_cycle_and_the_rest_said(tmp_path: Path) -> None:
+    shorts = [pending(f"p{i}", 8, NOW - 60 + i, time_limit=HOUR) for i in range(3)]
+    fake = FakeSlurm([*long_runs(), *shorts], now=NOW)
+    d = make(tmp_path, fake, max_preemptions_per_cycle=2)
+    d.cycle()
+    assert len(fake.writes("requeue")) == 2
+    deferred = [a for a in audit(tmp_path) if a["kind"] == "preempt_deferred"]
+    assert len(deferred) == 1 and len(deferred[0]["jobs"]) == 1
+    d.close()
+
+
+def test_a_dry_run_requeues_nothing_and_says_what_it_would(tmp_path: Path) -> None:
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake, dry_run=True)
+    d.cycle()
+    assert fake.writes() == []
+    assert [a["dry_run"] for a in audit(tmp_path) if a["kind"] == "preempt"] == [True]
+    d.close()
+
+
+def test_a_refused_requeue_is_said_once_and_not_asked_again_for_that_run(tmp_path: Path) -> None:
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake, max_preemptions_per_cycle=1)
+    refusal = CommandFailed("'scontrol requeue' failed (exit 1): Only batch jobs are accepted or processed")
+    fake.fail_next("requeue", refusal)
+    d.cycle()
+    assert d.record.preempted == {}  # nothing was stopped: nothing kept
+    d.cycle()
+    d.cycle()
+    assert fake.writes("requeue") == []  # the same run is not asked again
+    events = [a for a in audit(tmp_path) if a["kind"] in ("preempt_error", "preempt_refused")]
+    assert [a["kind"] for a in events] == ["preempt_error", "preempt_refused"]
+    assert "Only batch jobs" in events[1]["reason"]
+    d.close()
+
+
+def test_jobs_outside_the_scope_or_not_running_are_refused_with_a_reason() -> None:
+    jobs = {j.job_id: j for j in [*long_runs(), pending("p", 8, NOW)]}
+    jobs["r2"] = replace(jobs["r2"], partition="debug")
+    jobs["c"] = replace(jobs["r1"], job_id="c", state="COMPLETING")
+    asked = ["r1", "r2", "p", "gone", "c", "r3", "r4"]
+    plan = plan_preemptions(asked, jobs, ScopeConfig(partitions=("gpu",)), 2, {})
+    assert [j.job_id for j in plan.send] == ["r1", "r3"]
+    assert plan.deferred == ("r4",)
+    assert dict(plan.refused) == {
+        "r2": "outside the daemon's scope (partition, QOS, account or opt-out)",
+        "p": "not running",
+        "gone": "not running",
+        "c": "completing",
+    }
+
+
+def test_each_intent_is_on_disk_before_its_requeue_is_sent(tmp_path: Path) -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    record = Record()
+    seen: list[tuple[str, float | None]] = []
+    sent = fake.requeue
+
+    def watch(job_id: str) -> None:
+        saved = Record.load(tmp_path / "state.json").preempted[job_id]
+        seen.append((job_id, saved.stopping))
+        sent(job_id)
+
+    fake.requeue = watch  # type: ignore[method-assign]
+    jobs = [fake.jobs["r1"], fake.jobs["r2"]]
+    out = requeue_jobs(fake, jobs, record.preempted, NOW, lambda: record.save(tmp_path / "state.json"))
+    assert [r.error for r in out] == [None, None]
+    assert seen == [("r1", NOW - 2 * HOUR), ("r2", NOW - 2 * HOUR)]
+    assert Record.load(tmp_path / "state.json").preempted["r2"].count == 1
+
+
+def test_an_unanswered_requeue_stays_in_flight_until_a_read_settles_it() -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    ledger: dict[str, Preempted] = {}
+    fake.fail_next("requeue", ControllerUnreachable("'scontrol requeue r1' did not finish within 30 s"))
+    out = requeue_jobs(fake, [fake.jobs["r1"], fake.jobs["r2"]], ledger, NOW, lambda: None)
+    assert [(r.job_id, r.settled) for r in out] == [("r1", False)]  # r2 not tried
+    assert ledger["r1"].stopping == NOW - 2 * HOUR and ledger["r1"].count == 0
+    jobs = dict(fake.jobs)
+    assert settle_preemptions(ledger, jobs) == [
+        f"job r1: requeue not done (still on the run started at {NOW - 2 * HOUR:.0f})"
+    ]
+    assert "r1" not in ledger  # nothing was ever stopped
+    ledger["r1"] = Preempted.stopping_now(fake.jobs["r1"], None, NOW)
+    fake.requeue("r1")  # it did reach slurmctld
+    lines = settle_preemptions(ledger, dict(fake.jobs))
+    assert lines == ["job r1: requeue confirmed (restart count 1)"]
+    assert ledger["r1"].count == 1 and ledger["r1"].service == pytest.approx(8 * 2 * HOUR)
+
+
+def test_entries_of_ended_jobs_are_forgotten() -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    ledger = {
+        "r1": Preempted("r1", 5.0, 100.0, 1),
+        "r2": Preempted("r2", 6.0, 50.0, 1),
+        "x": Preempted("x", 1.0),
+    }
+    jobs = dict(fake.jobs)
+    jobs["r2"] = replace(jobs["r2"], state="COMPLETED")
+    assert settle_preemptions(ledger, jobs) == []
+    assert set(ledger) == {"r1"}
+
+
+def test_a_restart_keeps_what_earlier_requeues_added_up(tmp_path: Path) -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    record = Record(preempted={"r1": Preempted("r1", 5.0, service=100.0, count=1)})
+    requeue_jobs(fake, [fake.jobs["r1"]], record.preempted, NOW, lambda: record.save(tmp_path / "s.json"))
+    again = Record.load(tmp_path / "s.json").preempted["r1"]
+    assert (again.submit_time, again.count) == (5.0, 2)
+    assert again.service == pytest.approx(100.0 + 8 * 2 * HOUR)
+
+
+def test_as_preempted_leaves_other_jobs_and_unsettled_entries_alone() -> None:
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW)], now=NOW)
+    view = fake.snapshot().to_view()
+    view = replace(view, pending=[j for j in view.pending])
+    ledger = {"r1": Preempted("r1", 5.0, 10.0, 2), "r2": Preempted("r2", 6.0, stopping=NOW)}
+    shown = {j.job_id: j for j in as_preempted(view, ledger).running}
+    assert (shown["r1"].submit_time, shown["r1"].attained_service, shown["r1"].preemptions) == (5.0, 10.0, 2)
+    assert shown["r2"] == {j.job_id: j for j in view.running}["r2"]
+    assert as_preempted(view, {}) is view
+
+
+def test_a_record_with_a_malformed_preempted_entry_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": {"7": {"job_id": "7"}}}))
+    with pytest.raises(ConfigError, match="malformed"):
+        Record.load(path)
+    path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": []}))
+    with pytest.raises(ConfigError, match="not a slurmrl daemon record"):
+        Record.load(path)
