@@ -245,9 +245,10 @@ def parse_config(data: dict[str, Any], source: str = "<config>", base: Path | No
         tables[name] = _read_table(raw, schema, f"[{name}].", problems)
     if values.get("backoff_max", 300.0) < values.get("backoff_initial", 5.0):
         problems.append("backoff_max: must not be smaller than backoff_initial")
-    if "policy" in values:
-        problems.extend(_policy_problems(values["policy"], values.get("placement") or None))
     base = base or Path.cwd()
+    if "policy" in values:
+        values["policy"] = _checkpoint_path(values["policy"], base)
+        problems.extend(_policy_problems(values["policy"], values.get("placement") or None))
     slurm = tables.get("slurm", {})
     if slurm.get("conf"):
         slurm["conf"] = _resolve(slurm["conf"], base)
@@ -272,26 +273,47 @@ def parse_config(data: dict[str, Any], source: str = "<config>", base: Path | No
     )
 
 
+def _checkpoint_path(policy: str, base: Path) -> str:
+    """A policy written as a path (it holds a '/') is a trained checkpoint folder, taken
+    relative to the config file; a registered name stays as it is."""
+    return _resolve(policy, base) if is_checkpoint(policy) else policy
+
+
+def is_checkpoint(policy: str) -> bool:
+    return "/" in policy
+
+
 def _policy_problems(policy: str, placement: str | None) -> list[str]:
-    """Names checked against the registry (which imports no policy module)."""
-    from slurmrl.policy.registry import placement_entry, policy_entry
+    """Names checked against the registry (which imports no policy module); a checkpoint
+    folder is checked for its config.json here and loaded when the daemon starts."""
+    from slurmrl.policy.registry import placement_entry
 
     out: list[str] = []
-    try:
-        entry = policy_entry(policy)
-        if not entry.deployable:
-            out.append(
-                f"policy: '{policy}' reads true job durations (an offline bound) and cannot be deployed; "
-                "choose a deployable policy (see 'slurmrl policies')"
-            )
-    except SlurmrlError as exc:
-        out.append(f"policy: {exc.format()}")
+    if not is_checkpoint(policy):
+        out.extend(_registered_problems(policy))
+    elif not (Path(policy) / "config.json").is_file():
+        out.append(f"policy: no checkpoint folder {policy} (a folder holding config.json)")
     if placement:
         try:
             placement_entry(placement)
         except SlurmrlError as exc:
             out.append(f"placement: {exc.format()}")
     return out
+
+
+def _registered_problems(policy: str) -> list[str]:
+    from slurmrl.policy.registry import policy_entry
+
+    try:
+        entry = policy_entry(policy)
+    except SlurmrlError as exc:
+        return [f"policy: {exc.format()}"]
+    if not entry.deployable:
+        return [
+            f"policy: '{policy}' reads true job durations (an offline bound) and cannot be deployed; "
+            "choose a deployable policy (see 'slurmrl policies')"
+        ]
+    return []
 
 
 def load_config(path: str | Path) -> DaemonConfig:

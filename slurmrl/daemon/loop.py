@@ -26,7 +26,7 @@ from typing import Any
 
 from slurmrl.daemon.apply import BATCH, ApplyResult, SendLimits, apply_changes, error_kind
 from slurmrl.daemon.audit import AuditLog
-from slurmrl.daemon.config import DaemonConfig, load_config
+from slurmrl.daemon.config import DaemonConfig, is_checkpoint, load_config
 from slurmrl.daemon.factors import PriorityFactors, keyed_like, read_factors
 from slurmrl.daemon.history import FinishedTracker, read_earlier
 from slurmrl.daemon.limits import AccountLimits, read_limits
@@ -93,16 +93,22 @@ def make_backend(config: DaemonConfig) -> SlurmBackend:
 
 
 def load_policy(config: DaemonConfig) -> Policy:
-    """The configured policy; refuses policies that read true durations."""
-    from slurmrl.policy.registry import make_policy, policy_entry
+    """The configured policy, by name or from a trained checkpoint folder; refuses policies
+    that read true durations, and preemptive ones unless the config lets the daemon requeue."""
+    from slurmrl.policy.registry import make_placement, make_policy, policy_entry
 
-    entry = policy_entry(config.policy)
-    if not entry.deployable:
+    if is_checkpoint(config.policy):
+        from slurmrl.rl.checkpoints import policy_from_dir
+
+        placement = make_placement(config.placement) if config.placement else None
+        policy = policy_from_dir(config.policy, placement)
+    elif not policy_entry(config.policy).deployable:
         raise PolicyError(
             f"policy '{config.policy}' reads true job durations (an offline bound) and cannot be deployed",
             hint="choose a deployable policy; 'slurmrl policies' lists them",
         )
-    policy = make_policy(config.policy, config.placement)
+    else:
+        policy = make_policy(config.policy, config.placement)
     if not getattr(policy, "deployable", True):
         raise PolicyError(f"policy '{config.policy}' reports itself as not deployable")
     if getattr(policy, "preemptive", False) and config.preempt == "off":

@@ -212,3 +212,13 @@ def test_loop_flags_before_a_subcommand_are_refused(tmp_path: Path, flag: str) -
     path.write_text('policy = "fifo"\n')
     res = CliRunner().invoke(main, ["daemon", flag, "--config", str(path), "revert"])
     assert res.exit_code == 2 and "takes neither" in res.output
+
+
+def test_a_checkpoint_folder_is_taken_relative_to_the_config_and_checked(tmp_path: Path) -> None:
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    cfg = parse_config({"policy": "./ckpt"}, base=tmp_path)
+    assert cfg.policy == str(folder)
+    with pytest.raises(ConfigError, match="no checkpoint folder .*nowhere"):
+        parse_config({"policy": "nowhere/ckpt"}, base=tmp_path)

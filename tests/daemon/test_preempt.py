@@ -238,3 +238,15 @@ def test_a_record_with_a_malformed_preempted_entry_is_a_clear_error(tmp_path: Pa
     path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": []}))
     with pytest.raises(ConfigError, match="not a slurmrl daemon record"):
         Record.load(path)
+
+
+def test_a_trained_checkpoint_led_by_a_preemptive_heuristic_runs_with_requeues(tmp_path: Path) -> None:
+    folder = Path(__file__).resolve().parents[2] / "policies" / "topdrl-philly" / "led-seeds" / "1"
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    with pytest.raises(PolicyError, match='preempt = "off"'):
+        make(tmp_path, fake, policy=str(folder), placement="topology", preempt="off")
+    d = make(tmp_path, fake, policy=str(folder), placement="topology")
+    d.cycle()
+    (victim,) = [jid for _, jid, _ in fake.writes("requeue")]
+    assert fake.jobs["p"].required_nodes == fake_slurm.running(victim, f"node0{victim[1]}", range(8)).nodes
+    d.close()
