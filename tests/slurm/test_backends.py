@@ -42,7 +42,7 @@ class FakeRunner:
             out = (folder / "sinfo.json").read_text()
         elif cmd[:3] == ["scontrol", "show", "nodes"]:
             out = (folder / "scontrol_show_nodes.json").read_text()
-        elif cmd[:2] == ["scontrol", "update"]:
+        elif cmd[:2] in (["scontrol", "update"], ["scontrol", "requeue"]):
             out = ""
         else:
             raise AssertionError(f"unexpected command {cmd}")
@@ -79,12 +79,14 @@ def test_writes_are_validated_argv() -> None:
     backend.set_required_nodes("14", ["node01", "node02"])
     backend.set_required_nodes("14", None)
     backend.set_admin_comment("14", "slurmrl: placed; x=$(y)")
+    backend.requeue("7_3")
     assert runner.calls == [
         ["scontrol", "update", "JobId=13", "SiteFactor=100"],
         ["scontrol", "update", "JobId=7_3", "Priority=5000"],
         ["scontrol", "update", "JobId=14", "ReqNodeList=node01,node02"],
         ["scontrol", "update", "JobId=14", "ReqNodeList="],
         ["scontrol", "update", "JobId=14", "AdminComment=slurmrl: placed; x=$(y)"],
+        ["scontrol", "requeue", "7_3"],
     ]
     for bad in (
         lambda: backend.set_priority("13; rm", 1),
@@ -94,10 +96,11 @@ def test_writes_are_validated_argv() -> None:
         lambda: backend.set_required_nodes("1", "node01"),
         lambda: backend.set_admin_comment("1", "a\nb"),
         lambda: backend.set_priority("13", True),
+        lambda: backend.requeue("13,14"),
     ):
         with pytest.raises(SlurmError):
             bad()
-    assert len(runner.calls) == 5
+    assert len(runner.calls) == 6
 
 
 def test_configured_conf_reaches_every_command(tmp_path: Path) -> None:
