@@ -26,6 +26,8 @@ class StatusSummary:
     errors: tuple[str, ...]
     reverts: int
     history: dict[str, Any] | None = None  # the last start's read of accounting (audit "history")
+    requeued: int = 0  # jobs the daemon requeued that Slurm still lists (the record's preempted)
+    requeues: int = 0  # requeues in the audit log
 
 
 def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
@@ -40,7 +42,7 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
     first = int(cycles[0].get("cycle", 0) or 0) if cycles else 0
     changes: Counter[str] = Counter()
     errors: list[str] = []
-    reverts = 0
+    reverts = requeues = 0
     history = None
     for r in lines:
         kind = r.get("kind")
@@ -50,7 +52,9 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
             reverts += 1
         elif kind == "history":
             history = r
-        elif kind == "error" or (kind == "cycle" and r.get("error")):
+        elif kind == "preempt" and not r.get("dry_run"):
+            requeues += 1
+        elif kind in ("error", "preempt_error") or (kind == "cycle" and r.get("error")):
             errors.append(f"{_when(r.get('time'))} {r.get('error')}")
     return StatusSummary(
         tracked=len(record.jobs),
@@ -60,6 +64,8 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
         errors=tuple(errors[-5:]),
         reverts=reverts,
         history=history,
+        requeued=len(record.preempted),
+        requeues=requeues,
     )
 
 
@@ -78,6 +84,8 @@ def render(config: DaemonConfig, s: StatusSummary) -> str:
     ]
     fields = ", ".join(f"{k}={v}" for k, v in sorted(s.tracked_by_field.items())) or "none"
     out.append(f"jobs with daemon-set values: {s.tracked} ({fields})")
+    if s.requeued or s.requeues:
+        out.append(f"jobs it requeued, still listed: {s.requeued} (requeues in the audit log: {s.requeues})")
     if not config.audit_log:
         out.append('audit log: off (audit_log = "")')
         return "\n".join(out)

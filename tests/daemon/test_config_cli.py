@@ -187,6 +187,31 @@ def test_status_summarises_cycles(tmp_path: Path) -> None:
     assert "last cycle: #2" in res.output and "FAILED" in res.output
     assert "site_factor=1" in res.output and "slurmctld down" in res.output
     assert "history at the last start" in res.output and "482 ended jobs from accounting" in res.output
+    assert "requeued" not in res.output  # said only where the daemon preempts
+
+
+def test_status_counts_requeues_and_shows_a_refused_one(tmp_path: Path) -> None:
+    from slurmrl.daemon.preempt import Preempted
+
+    lines = [
+        {"time": 1.0, "kind": "preempt", "cycle": 1, "job": "5", "times": 1, "dry_run": False},
+        {"time": 1.0, "kind": "preempt", "cycle": 1, "job": "6", "dry_run": True},
+        {
+            "time": 2.0,
+            "kind": "preempt_error",
+            "cycle": 2,
+            "job": "7",
+            "error": "Only batch jobs are accepted",
+        },
+    ]
+    (tmp_path / "audit.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    Record(preempted={"5": Preempted("5", 1.0, 80.0, 1)}).save(tmp_path / "state.json")
+    cfg = tmp_path / "d.toml"
+    cfg.write_text('state_file = "state.json"\naudit_log = "audit.jsonl"\n')
+    res = CliRunner().invoke(main, ["status", "--config", str(cfg)])
+    assert res.exception is None, res.output
+    assert "jobs it requeued, still listed: 1 (requeues in the audit log: 1)" in res.output
+    assert "Only batch jobs are accepted" in res.output
 
 
 def test_a_subcommand_reads_the_config_given_before_it(tmp_path: Path) -> None:
