@@ -310,16 +310,7 @@ class Daemon:
         cap = self.config.max_preemptions_per_cycle
         plan = plan_preemptions(asked, jobs, self.config.scope, cap, self._requeue_refused)
         self._preempt_said = {said for said in self._preempt_said if said[0] in jobs}
-        for jid, why in plan.refused:
-            self.metrics.preemptions.labels(outcome="refused").inc()
-            if (jid, why) not in self._preempt_said:  # said once while the job is listed
-                self._preempt_said.add((jid, why))
-                log(logging.WARNING, "preemption refused", cycle=number, job=jid, reason=why)
-                self.audit.write("preempt_refused", cycle=number, job=jid, reason=why)
-        if plan.deferred:
-            self.metrics.preemptions.labels(outcome="deferred").inc(len(plan.deferred))
-            log(logging.INFO, "preemptions deferred", cycle=number, jobs=",".join(plan.deferred), cap=cap)
-            self.audit.write("preempt_deferred", cycle=number, jobs=list(plan.deferred), cap=cap)
+        self._not_enacted(number, plan, cap)
         if self.dry_run:
             for job in plan.send:
                 self.metrics.preemptions.labels(outcome="dry_run").inc()
@@ -329,6 +320,19 @@ class Daemon:
         for done in requeue_jobs(self.backend, plan.send, self.record.preempted, self.clock(), self.save):
             self._requeued(number, done, jobs[done.job_id])
         return plan
+
+    def _not_enacted(self, number: int, plan: PreemptPlan, cap: int) -> None:
+        """Refused preemptions said once per job and reason while Slurm lists the job; deferred ones each cycle."""
+        for jid, why in plan.refused:
+            self.metrics.preemptions.labels(outcome="refused").inc()
+            if (jid, why) not in self._preempt_said:
+                self._preempt_said.add((jid, why))
+                log(logging.WARNING, "preemption refused", cycle=number, job=jid, reason=why)
+                self.audit.write("preempt_refused", cycle=number, job=jid, reason=why)
+        if plan.deferred:
+            self.metrics.preemptions.labels(outcome="deferred").inc(len(plan.deferred))
+            log(logging.INFO, "preemptions deferred", cycle=number, jobs=",".join(plan.deferred), cap=cap)
+            self.audit.write("preempt_deferred", cycle=number, jobs=list(plan.deferred), cap=cap)
 
     def _requeued(self, number: int, done: Requeue, job: SlurmJob) -> None:
         """One requeue's outcome: counted, logged, audited; a refused run remembered."""
