@@ -129,6 +129,23 @@ def pin_check(config: DaemonConfig, pins: PinSupport) -> CheckResult:
     )
 
 
+def preempt_check(config: DaemonConfig, values: dict[str, str]) -> CheckResult:
+    """Whether the jobs a preemptive policy stops can be requeued: Slurm's JobRequeue default
+    (0: only jobs submitted with --requeue may be; 1: every batch job but --no-requeue ones)."""
+    if config.preempt == "off":
+        return CheckResult("preemption", True, 'off (preempt = "off"): preemptive policies are refused')
+    cap = f"scontrol requeue, at most {config.max_preemptions_per_cycle} a cycle"
+    if values.get("JobRequeue", "1").strip() == "0":
+        return CheckResult(
+            "preemption",
+            True,
+            f"warning: {cap}, but JobRequeue=0: Slurm refuses to requeue jobs not submitted with --requeue",
+        )
+    return CheckResult(
+        "preemption", True, f"{cap} (JobRequeue=1: batch jobs not submitted with --no-requeue)"
+    )
+
+
 def history_check(config: DaemonConfig, backend: SlurmBackend, snapshot: Snapshot) -> CheckResult:
     """What the daemon will read back from accounting at start; a cold start is a warning, not a failure."""
     if config.history_days <= 0:
@@ -171,6 +188,7 @@ def run_checks(config: DaemonConfig) -> list[CheckResult]:
         results.append(history_check(config, backend, snap))
         values = slurm_config(config)
         results.extend(priority_checks(values, config.mode))
+        results.append(preempt_check(config, values))
         results.append(admin_level(values, config))
     except SlurmError as exc:
         results.append(CheckResult("slurm", False, exc.format()))

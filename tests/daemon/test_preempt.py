@@ -250,3 +250,14 @@ def test_a_trained_checkpoint_led_by_a_preemptive_heuristic_runs_with_requeues(t
     (victim,) = [jid for _, jid, _ in fake.writes("requeue")]
     assert fake.jobs["p"].required_nodes == fake_slurm.running(victim, f"node0{victim[1]}", range(8)).nodes
     d.close()
+
+
+def test_daemon_check_says_whether_stopped_jobs_can_be_requeued(tmp_path: Path) -> None:
+    from slurmrl.daemon.checks import preempt_check
+
+    off = preempt_check(config(tmp_path, preempt="off"), {"JobRequeue": "1"})
+    assert off.ok and "refused" in off.detail
+    on = preempt_check(config(tmp_path, max_preemptions_per_cycle=2), {"JobRequeue": "1"})
+    assert on.ok and "at most 2 a cycle" in on.detail and "warning" not in on.detail
+    opt_in = preempt_check(config(tmp_path), {"JobRequeue": "0"})
+    assert opt_in.detail.startswith("warning:") and "--requeue" in opt_in.detail
