@@ -8,6 +8,8 @@ from pathlib import Path
 
 import fake_slurm  # loaded by conftest.py
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmrl.daemon.config import DaemonConfig, ScopeConfig, parse_config
 from slurmrl.daemon.loop import Daemon
@@ -261,3 +263,44 @@ def test_daemon_check_says_whether_stopped_jobs_can_be_requeued(tmp_path: Path) 
     assert on.ok and "at most 2 a cycle" in on.detail and "warning" not in on.detail
     opt_in = preempt_check(config(tmp_path), {"JobRequeue": "0"})
     assert opt_in.detail.startswith("warning:") and "--requeue" in opt_in.detail
+
+
+OUTCOMES = ("ok", "refused", "unanswered", "lost")  # lost: sent, taken, but the answer never came
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["r1", "r2", "r3"]), st.sampled_from(OUTCOMES)), max_size=12))
+def test_whatever_slurm_answers_the_record_counts_each_requeue_that_happened_once(steps) -> None:
+    """Requeues that Slurm took, answered or not, are each counted once after the next read;
+    the GPU-seconds kept only grow; nothing is kept of a job that was never stopped."""
+    fake = FakeSlurm(long_runs(), now=NOW)
+    ledger: dict[str, Preempted] = {}
+    happened = dict.fromkeys(fake.jobs, 0)
+    for jid, outcome in steps:
+        fake.now += 600
+        job = fake.jobs[jid]
+        if not job.is_running:  # the requeued job runs again before the next stop
+            fake.start(jid, job.nodes[0] if job.nodes else f"node0{jid[1]}", range(8))
+        if outcome == "refused":
+            fake.fail_next("requeue", CommandFailed("'scontrol requeue' failed (exit 1): disabled"))
+        elif outcome == "unanswered":
+            fake.fail_next("requeue", ControllerUnreachable("no answer"))
+        taken = fake.requeue
+        if outcome == "lost":  # slurmctld acts, the command times out
+
+            def lose(job_id: str, taken=taken) -> None:
+                taken(job_id)
+                raise ControllerUnreachable("timed out")
+
+            fake.requeue = lose  # type: ignore[method-assign]
+        before = ledger.get(jid)
+        requeue_jobs(fake, [fake.jobs[jid]], ledger, fake.now, lambda: None)
+        fake.requeue = taken  # type: ignore[method-assign]
+        happened[jid] += outcome in ("ok", "lost")
+        settle_preemptions(ledger, dict(fake.jobs))  # the next cycle's read
+        after = ledger.get(jid)
+        assert (after.count if after else 0) == happened[jid]
+        assert after is None or after.stopping is None
+        assert (after.service if after else 0.0) >= (before.service if before else 0.0)
+    for jid, n in happened.items():
+        assert (jid in ledger) == (n > 0)
