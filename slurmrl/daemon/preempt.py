@@ -25,79 +25,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
+from slurmrl.daemon.apply import STOPPING
 from slurmrl.daemon.config import ScopeConfig
+from slurmrl.daemon.record import Preempted
 from slurmrl.daemon.scope import in_scope
 from slurmrl.errors import SlurmError
 from slurmrl.policy.view import ClusterView, JobView
-from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, MungeError, RateLimited
+from slurmrl.slurm.run import JobNotFound
 from slurmrl.slurm.snapshot import SlurmJob
-
-# Errors after which a requeue's outcome is unknown (no answer) and the controller should
-# not be asked more this cycle: the intent stays on disk and the next read settles it.
-UNANSWERED = (RateLimited, ControllerUnreachable, MungeError)
 
 # Base states of a job that has ended: its entry is forgotten (squeue --all shows
 # such jobs until MinJobAge; a job no longer listed is forgotten too).
 ENDED = frozenset(
     {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 )
-
-
-@dataclass(frozen=True)
-class Preempted:
-    """A job the daemon requeued: what Slurm forgets at a requeue, and a requeue in flight."""
-
-    job_id: str
-    submit_time: float  # as first submitted (Slurm resets it at every requeue)
-    service: float = 0.0  # GPU-seconds of the runs the daemon stopped
-    count: int = 0  # requeues the daemon saw done
-    # A requeue recorded before it was sent and not yet seen done: the start time of the
-    # run it stops, Slurm's restart count then, and the GPU-seconds that run had.
-    stopping: float | None = None
-    restarts: int = 0
-    stopping_service: float = 0.0
-
-    @staticmethod
-    def stopping_now(job: SlurmJob, earlier: Preempted | None, now: float) -> Preempted:
-        """The intent to requeue the running ``job``, kept over what earlier requeues left."""
-        start = job.start_time if job.start_time is not None else now
-        base = earlier or Preempted(job.job_id, job.submit_time)
-        return replace(
-            base,
-            stopping=start,
-            restarts=job.restarts,
-            stopping_service=job.gpus.total * max(0.0, now - start),
-        )
-
-    def done(self) -> Preempted:
-        return replace(
-            self,
-            service=self.service + self.stopping_service,
-            count=self.count + 1,
-            stopping=None,
-            stopping_service=0.0,
-        )
-
-    def undone(self) -> Preempted | None:
-        """The entry as if the requeue had never been asked for (None: nothing left to keep)."""
-        if self.count == 0:
-            return None
-        return replace(self, stopping=None, stopping_service=0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _FIELDS}
-
-    @staticmethod
-    def from_json(d: Mapping[str, Any]) -> Preempted:
-        entry = Preempted(**{k: d[k] for k in _FIELDS if k in d})
-        if not isinstance(entry.job_id, str) or not isinstance(entry.count, int) or entry.count < 0:
-            raise ValueError(f"bad preempted entry {dict(d)!r}")
-        return entry
-
-
-_FIELDS = tuple(Preempted.__dataclass_fields__)
 
 
 @dataclass(frozen=True)
@@ -172,7 +115,7 @@ def requeue_jobs(
         persist()
         try:
             backend.requeue(jid)
-        except UNANSWERED as exc:
+        except STOPPING as exc:  # no answer to trust: the intent stays, the next read settles it
             out.append(Requeue(jid, exc, settled=False))
             break
         except SlurmError as exc:

@@ -5,6 +5,8 @@ an unchanged decision sends nothing), and it holds each job's values from
 before the first change, so a stop, a crash followed by ``slurmrl daemon
 revert``, or a restart can restore them. It is written atomically (temporary
 file, fsync, rename) so a crash mid-write leaves the previous record whole.
+It also keeps what Slurm forgets of the jobs the daemon requeued
+(:class:`Preempted`, see :mod:`slurmrl.daemon.preempt`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from slurmrl.daemon.preempt import Preempted
 from slurmrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from slurmrl.slurm.snapshot import SlurmJob
 
 FORMAT = 1
 
@@ -102,6 +107,61 @@ class Touched:
 
 
 _FIELDS = tuple(Touched.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """A job the daemon requeued: what Slurm forgets at a requeue, and a requeue in flight."""
+
+    job_id: str
+    submit_time: float  # as first submitted (Slurm resets it at every requeue)
+    service: float = 0.0  # GPU-seconds of the runs the daemon stopped
+    count: int = 0  # requeues the daemon saw done
+    # A requeue recorded before it was sent and not yet seen done: the start time of the
+    # run it stops, Slurm's restart count then, and the GPU-seconds that run had.
+    stopping: float | None = None
+    restarts: int = 0
+    stopping_service: float = 0.0
+
+    @staticmethod
+    def stopping_now(job: SlurmJob, earlier: Preempted | None, now: float) -> Preempted:
+        """The intent to requeue the running ``job``, kept over what earlier requeues left."""
+        start = job.start_time if job.start_time is not None else now
+        base = earlier or Preempted(job.job_id, job.submit_time)
+        return replace(
+            base,
+            stopping=start,
+            restarts=job.restarts,
+            stopping_service=job.gpus.total * max(0.0, now - start),
+        )
+
+    def done(self) -> Preempted:
+        return replace(
+            self,
+            service=self.service + self.stopping_service,
+            count=self.count + 1,
+            stopping=None,
+            stopping_service=0.0,
+        )
+
+    def undone(self) -> Preempted | None:
+        """The entry as if the requeue had never been asked for (None: nothing left to keep)."""
+        if self.count == 0:
+            return None
+        return replace(self, stopping=None, stopping_service=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _PREEMPTED_FIELDS}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Preempted:
+        entry = Preempted(**{k: d[k] for k in _PREEMPTED_FIELDS if k in d})
+        if not isinstance(entry.job_id, str) or not isinstance(entry.count, int) or entry.count < 0:
+            raise ValueError(f"bad preempted entry {dict(d)!r}")
+        return entry
+
+
+_PREEMPTED_FIELDS = tuple(Preempted.__dataclass_fields__)
 
 
 class Record:

@@ -191,7 +191,7 @@ def test_status_summarises_cycles(tmp_path: Path) -> None:
 
 
 def test_status_counts_requeues_and_shows_a_refused_one(tmp_path: Path) -> None:
-    from slurmrl.daemon.preempt import Preempted
+    from slurmrl.daemon.record import Preempted
 
     lines = [
         {"time": 1.0, "kind": "preempt", "cycle": 1, "job": "5", "times": 1, "dry_run": False},

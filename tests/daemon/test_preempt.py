@@ -15,13 +15,12 @@ from slurmrl.daemon.config import DaemonConfig, ScopeConfig, parse_config
 from slurmrl.daemon.loop import Daemon
 from slurmrl.daemon.metrics import DaemonMetrics
 from slurmrl.daemon.preempt import (
-    Preempted,
     as_preempted,
     plan_preemptions,
     requeue_jobs,
     settle_preemptions,
 )
-from slurmrl.daemon.record import Record
+from slurmrl.daemon.record import Preempted, Record
 from slurmrl.errors import ConfigError, PolicyError
 from slurmrl.slurm.run import CommandFailed, ControllerUnreachable
 
