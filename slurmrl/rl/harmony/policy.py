@@ -1,12 +1,14 @@
 """The trained Harmony agent as a deployable :class:`~slurmrl.policy.base.Policy`.
 
-A deployable non-preemptive heuristic ordering decides WHICH jobs start
-(``qssf`` when a checkpoint names none; ``slurmrl train --policy harmony
---lead NAME`` picks another, chosen on the training scenarios, see
+A deployable heuristic ordering decides WHICH jobs start (``qssf`` when a
+checkpoint names none; ``slurmrl train --policy harmony --lead NAME`` picks
+another, non-preemptive, chosen on the training scenarios, see
 policies/harmony-philly/card.md), with its EASY backfill; the agent decides
 WHERE each starts. The policy is the ordering's own scheduler with the learned
 placement put in, so backfill reservations are priced with the agent's own
-placements and nothing is preempted.
+placements. A checkpoint may name a preemptive ordering (``srtf-limit``,
+``tiresias``) to place for: the pointer then places the jobs that
+scheduler starts or displaces others for, and the policy preempts.
 
 A checkpoint is a folder with ``model.safetensors`` (weights only, no pickle)
 and ``config.json``, loadable without torch: decisions are computed in numpy.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +43,10 @@ WEIGHTS = checkpoints.WEIGHTS
 CONFIG = checkpoints.CONFIG
 DEFAULT_POLICY = "harmony-philly"
 DEFAULT_ORDERING = "qssf"
-ORDERINGS = ("fifo-backfill", "slurm", "qssf", "sjf-limit")  # deployable and non-preemptive
+ORDERINGS = ("fifo-backfill", "slurm", "qssf", "sjf-limit")  # deployable and non-preemptive: leads
+# Preemptive orderings a trained pointer may place for (the daemon requeues with preempt = "requeue");
+# training keeps to ORDERINGS, whose environment never preempts.
+PREEMPTIVE_ORDERINGS = ("srtf-limit", "tiresias")
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,17 @@ class _WindowOrdering:
         return getattr(self._inner, name)
 
 
+def _window_rank(rank: Callable[[ClusterView], list[JobView]], placement: HarmonyPlacement) -> Callable:
+    """A preemptive scheduler's ranking, also handing its head to the placement (the encoder's window)."""
+
+    def ranked(view: ClusterView) -> list[JobView]:
+        jobs = rank(view)
+        placement.begin(view, jobs[: placement.obs.window + 1])
+        return jobs
+
+    return ranked
+
+
 class HarmonyPolicy:
     """A heuristic ordering's scheduler with the learned placement."""
 
@@ -92,12 +108,17 @@ class HarmonyPolicy:
     ) -> None:
         from slurmrl.policy.registry import policy_entry
 
-        if ordering not in ORDERINGS:
-            raise PolicyError(f"harmony ordering '{ordering}' is not one of {', '.join(ORDERINGS)}")
+        if ordering not in ORDERINGS + PREEMPTIVE_ORDERINGS:
+            known = ", ".join(ORDERINGS + PREEMPTIVE_ORDERINGS)
+            raise PolicyError(f"harmony ordering '{ordering}' is not one of {known}")
         self.name = name
         self.placement = HarmonyPlacement(obs, chooser, fallback, lead=lead, bonus=lead_bonus)
         self._inner = policy_entry(ordering).load()(self.placement)
-        self._inner.ordering = _WindowOrdering(self._inner.ordering, self.placement)
+        self.preemptive = bool(getattr(self._inner, "preemptive", False))
+        if self.preemptive:
+            self._inner.rank = _window_rank(self._inner.rank, self.placement)
+        else:
+            self._inner.ordering = _WindowOrdering(self._inner.ordering, self.placement)
         self.steps: list[Step] | None = None  # set to a list to record the decisions that started jobs
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
