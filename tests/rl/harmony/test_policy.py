@@ -117,3 +117,24 @@ def test_a_checkpoint_runs_with_the_placement_it_names_and_refuses_an_unknown_on
     with pytest.raises(PolicyError, match="'placement' must be one of") as err:
         HarmonyPolicy.from_dir(tmp_path)
     assert str(config) in str(err.value)
+
+
+def test_a_checkpoint_may_place_for_a_preemptive_ordering(tmp_path: Path) -> None:
+    """Under srtf-limit the pointer places what that scheduler starts, preemptions included, and
+    sees the head of its ranking as its window at every pass."""
+    save_checkpoint(tmp_path, random_net(), HarmonyObs(), "srtf-limit", lead=True, placement="type-aware")
+    policy = HarmonyPolicy.from_dir(tmp_path)
+    assert policy.preemptive
+    wl = small_workload(60, 3, scale=20.0)
+    policy.steps = []
+    windows: list[int] = []
+    begin = policy.placement.begin
+    policy.placement.begin = lambda view, queue: (windows.append(len(queue)), begin(view, queue))[1]
+    out = run_policy(wl, policy)
+    assert windows and max(windows) > 1  # each pass hands the ranking's head to the encoder
+    assert out.summary["finished"] == 60 and out.summary["preemptions"] > 0
+    assert policy.steps  # the pointer chose the placements
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "ordering": "sjf-oracle"}))
+    with pytest.raises(PolicyError, match="srtf-limit, tiresias"):
+        HarmonyPolicy.from_dir(tmp_path)
