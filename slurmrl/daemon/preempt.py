@@ -8,14 +8,14 @@ preemption (progress kept, a restart cost charged). Slurm, for its part,
 sets the requeued job's submit time to the requeue's, holds it back with a
 begin time about two minutes on, and keeps no sum of its earlier runs (all
 seen on Slurm 22.05: ``scontrol show job`` after ``scontrol requeue``).
-The daemon therefore keeps, per job it stopped, a :class:`Preempted` entry
-in its record: the first submit time, the GPU-seconds of the runs it
+The daemon therefore keeps, per job it stopped, a
+:class:`~slurmrl.daemon.record.Preempted` entry in its record: the first submit time, the GPU-seconds of the runs it
 stopped and how many. The policy sees the job as the simulator shows a
 preempted one (:func:`as_preempted`), so a least-attained-service or
 shortest-remaining rule ranks it by what it has really run.
 
 A requeue cannot be given back. Its intent is on disk before the command
-is sent (:meth:`Preempted.stopping_now`); when the answer is lost (a crash,
+is sent (``Preempted.stopping_now``); when the answer is lost (a crash,
 a timeout) the next read settles it from what Slurm shows
 (:func:`settle_preemptions`): a new restart count or another start time
 means it happened.

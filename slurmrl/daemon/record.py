@@ -156,9 +156,22 @@ class Preempted:
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Preempted:
         entry = Preempted(**{k: d[k] for k in _PREEMPTED_FIELDS if k in d})
-        if not isinstance(entry.job_id, str) or not isinstance(entry.count, int) or entry.count < 0:
+        numbers = (entry.submit_time, entry.service, entry.stopping_service)
+        if (
+            not isinstance(entry.job_id, str)
+            or not all(_number(x) for x in numbers)
+            or not (entry.stopping is None or _number(entry.stopping))
+            or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                for n in (entry.count, entry.restarts)
+            )
+        ):
             raise ValueError(f"bad preempted entry {dict(d)!r}")
         return entry
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 _PREEMPTED_FIELDS = tuple(Preempted.__dataclass_fields__)
@@ -166,7 +179,7 @@ _PREEMPTED_FIELDS = tuple(Preempted.__dataclass_fields__)
 
 class Record:
     """Job id -> :class:`Touched`, plus the cycle counter and the jobs the daemon requeued
-    (:class:`~slurmrl.daemon.preempt.Preempted`, kept until they end); saved as one JSON file."""
+    (:class:`Preempted`, kept until they end); saved as one JSON file."""
 
     def __init__(
         self,

@@ -236,6 +236,10 @@ def test_a_record_with_a_malformed_preempted_entry_is_a_clear_error(tmp_path: Pa
     path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": {"7": {"job_id": "7"}}}))
     with pytest.raises(ConfigError, match="malformed"):
         Record.load(path)
+    bad = {"job_id": "7", "submit_time": "yesterday", "count": 1}
+    path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": {"7": bad}}))
+    with pytest.raises(ConfigError, match="malformed"):
+        Record.load(path)
     path.write_text(json.dumps({"format": 1, "cycle": 1, "jobs": {}, "preempted": []}))
     with pytest.raises(ConfigError, match="not a slurmrl daemon record"):
         Record.load(path)
