@@ -292,7 +292,7 @@ class Daemon:
         self._report_cycle(outcome, decisions)
         return outcome
 
-    def preempt(self, number: int, snapshot: Snapshot, asked: tuple[str, ...]) -> PreemptPlan | None:
+    def preempt(self, number: int, snapshot: Snapshot, asked: tuple[str, ...]) -> None:
         """The policy's preemptions: requeued (``preempt = "requeue"``, the first
         ``max_preemptions_per_cycle``), or each said and audited; never dropped without a word.
 
@@ -300,7 +300,7 @@ class Daemon:
         if self.config.preempt == "off":  # only a policy that does not say it preempts gets here
             log(logging.WARNING, "preemption not enacted", cycle=number, jobs=",".join(asked))
             self.audit.write("dropped", cycle=number, preempt=list(asked))
-            return None
+            return
         jobs = {j.job_id: j for j in snapshot.jobs}
         self._requeue_refused = {  # a refusal holds for the run it was about
             run: why
@@ -316,10 +316,9 @@ class Daemon:
                 self.metrics.preemptions.labels(outcome="dry_run").inc()
                 log(logging.INFO, "would requeue", cycle=number, job=job.job_id)
                 self.audit.write("preempt", cycle=number, job=job.job_id, dry_run=True)
-            return plan
+            return
         for done in requeue_jobs(self.backend, plan.send, self.record.preempted, self.clock(), self.save):
             self._requeued(number, done, jobs[done.job_id])
-        return plan
 
     def _not_enacted(self, number: int, plan: PreemptPlan, cap: int) -> None:
         """Refused preemptions said once per job and reason while Slurm lists the job; deferred ones each cycle."""

@@ -33,14 +33,9 @@ from slurmrl.daemon.record import Preempted
 from slurmrl.daemon.scope import in_scope
 from slurmrl.errors import SlurmError
 from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.slurm.accounting import ENDED_STATES
 from slurmrl.slurm.run import JobNotFound
 from slurmrl.slurm.snapshot import SlurmJob
-
-# Base states of a job that has ended: its entry is forgotten (squeue --all shows
-# such jobs until MinJobAge; a job no longer listed is forgotten too).
-ENDED = frozenset(
-    {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
-)
 
 
 @dataclass(frozen=True)
@@ -139,7 +134,7 @@ def settle_preemptions(ledger: MutableMapping[str, Preempted], jobs: Mapping[str
     lines: list[str] = []
     for jid, entry in list(ledger.items()):
         job = jobs.get(jid)
-        if job is None or job.state in ENDED:
+        if job is None or job.state in ENDED_STATES:  # squeue --all lists ended jobs until MinJobAge
             del ledger[jid]
             continue
         if entry.stopping is None:
