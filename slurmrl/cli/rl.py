@@ -111,13 +111,20 @@ def train_topdrl(req: TrainRequest) -> None:
 HARMONY_VALIDATE_EVERY = 100
 
 
-def _check_ordering(policy: str, lead: str | None) -> None:
-    """A Harmony-style placement agent places the jobs of a deployable, non-preemptive ordering."""
-    from slurmrl.rl.harmony.policy import ORDERINGS
+def _check_ordering(policy: str, lead: str | None, *, preemptive: bool = False) -> None:
+    """A Harmony-style placement agent places the jobs of a deployable ordering.
 
-    if lead and lead not in ORDERINGS:
+    Harmony may train under a preemptive one (its episodes then preempt as the
+    daemon does with ``preempt = "requeue"``); meta-rl's adaptation episodes
+    have not been checked under preemption, so it keeps to the others.
+    """
+    from slurmrl.rl.harmony.policy import ORDERINGS, PREEMPTIVE_ORDERINGS
+
+    allowed = ORDERINGS + PREEMPTIVE_ORDERINGS if preemptive else ORDERINGS
+    if lead and lead not in allowed:
+        kind = "deployable" if preemptive else "deployable and non-preemptive"
         raise click.ClickException(
-            f"--lead: {policy}'s ordering must be deployable and non-preemptive ({', '.join(ORDERINGS)}), not '{lead}'"
+            f"--lead: {policy}'s ordering must be {kind} ({', '.join(allowed)}), not '{lead}'"
         )
 
 
@@ -134,7 +141,7 @@ def train_harmony(req: TrainRequest) -> None:
     from slurmrl.rl.harmony.train import train as run_harmony
 
     ordering, _, placement = (req.lead or "").partition("+")
-    _check_ordering("harmony", ordering)
+    _check_ordering("harmony", ordering, preemptive=True)
     if placement and placement not in placement_names():
         raise click.ClickException(
             f"--lead: '{placement}' is not a placement ({', '.join(placement_names())}); "
@@ -320,8 +327,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--lead",
     default=None,
     help="topdrl: a deployable heuristic the window follows (paired rewards, separate critic, validation); "
-    "harmony, meta-rl: the non-preemptive ordering that picks which jobs start "
-    "(harmony: ORDERING+PLACEMENT also starts the pointer as that placement, a logit bonus on its node); "
+    "harmony, meta-rl: the ordering that picks which jobs start (meta-rl: non-preemptive; "
+    "harmony: ORDERING+PLACEMENT also starts the pointer as that placement, a logit bonus on its node); "
     "maifs: a deployable heuristic the agents follow (zero logits replay it).",
 )
 @click.option(

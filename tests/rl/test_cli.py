@@ -50,11 +50,9 @@ def test_unknown_policy_and_eval_scenario_are_user_errors(tmp_path: Path) -> Non
     res = runner.invoke(main, ["train", "--scenario", "philly-512-week3", "--out", str(tmp_path / "r")])
     assert res.exit_code != 0 and "held out" in res.output
     res = runner.invoke(
-        main, ["train", "--policy", "harmony", "--lead", "tiresias", "--out", str(tmp_path / "h")]
+        main, ["train", "--policy", "harmony", "--lead", "srtf-oracle", "--out", str(tmp_path / "h")]
     )
-    assert (
-        isinstance(res.exception, SystemExit) and "non-preemptive" in res.output and "sjf-limit" in res.output
-    )
+    assert isinstance(res.exception, SystemExit) and "deployable" in res.output and "srtf-limit" in res.output
     assert not (tmp_path / "h").exists()
 
 
@@ -98,6 +96,18 @@ def test_harmony_lead_with_a_placement_trains_a_led_pointer(tmp_path: Path) -> N
     assert (
         config["training"]["episode"] == 0
     )  # the untrained pointer, checked on the whole VC before episode 1
+
+
+def test_harmony_trains_under_a_preemptive_ordering(tmp_path: Path) -> None:
+    """The checkpoint keeps the preemptive ordering, and its policy preempts."""
+    from slurmrl.rl.harmony.policy import HarmonyPolicy
+
+    args = ["--lead", "srtf-limit+type-aware", "--reward", "jct", "--out", str(tmp_path / "srtf")]
+    res = CliRunner().invoke(main, [*HARMONY, *args])
+    assert res.exception is None, res.output
+    config = json.loads((tmp_path / "srtf" / "config.json").read_text())
+    assert (config["ordering"], config["placement"], config["lead"]) == ("srtf-limit", "type-aware", True)
+    assert HarmonyPolicy.from_dir(tmp_path / "srtf").preemptive
 
 
 def test_compare_takes_a_checkpoint_folder_as_a_policy() -> None:

@@ -2,8 +2,8 @@
 
 A deployable heuristic ordering decides WHICH jobs start (``qssf`` when a
 checkpoint names none; ``slurmrl train --policy harmony --lead NAME`` picks
-another, non-preemptive, chosen on the training scenarios, see
-policies/harmony-philly/card.md), with its EASY backfill; the agent decides
+another, chosen on the training scenarios, see policies/harmony-philly/card.md),
+with its EASY backfill; the agent decides
 WHERE each starts. The policy is the ordering's own scheduler with the learned
 placement put in, so backfill reservations are priced with the agent's own
 placements. A checkpoint may name a preemptive ordering (``srtf-limit``,
@@ -44,8 +44,8 @@ CONFIG = checkpoints.CONFIG
 DEFAULT_POLICY = "harmony-philly"
 DEFAULT_ORDERING = "qssf"
 ORDERINGS = ("fifo-backfill", "slurm", "qssf", "sjf-limit")  # deployable and non-preemptive: leads
-# Preemptive orderings a trained pointer may place for (the daemon requeues with preempt = "requeue");
-# training keeps to ORDERINGS, whose environment never preempts.
+# Preemptive orderings a pointer may place for and train under (the daemon requeues with
+# preempt = "requeue"); meta-rl's training keeps to ORDERINGS.
 PREEMPTIVE_ORDERINGS = ("srtf-limit", "tiresias")
 
 

@@ -70,6 +70,10 @@ def _zero_chooser(obs):  # a zeroed led pointer, greedy: the heuristic's node
     return int(np.argmax(np.where(obs.mask, prior, -np.inf))), 0.0
 
 
+def _emptiest_chooser(obs):  # the node with the most free GPUs: spreads small jobs
+    return int(np.argmax(np.where(obs.mask, obs.nodes[:, 1], -1.0))), 0.0
+
+
 def _lowest_chooser(obs):  # the first node with room
     return int(np.flatnonzero(obs.mask)[0]), 0.0
 
@@ -96,17 +100,35 @@ def test_the_paired_return_is_the_heuristics_total_jct_less_the_agents() -> None
     workload = trace_workload(Trace(jobs, "test", "test"), "1x2x8:v100")
     cfg = EnvConfig(episode_jobs=4, ordering="sjf-limit", fallback="type-aware", lead=True, reward="jct")
     env = PlacementEnv(cfg, workloads=[workload])
-
-    def spread(obs):  # the node with the most free GPUs
-        return int(np.argmax(np.where(obs.mask, obs.nodes[:, 1], -1.0))), 0.0
-
-    ep = env.run(env.draw(np.random.default_rng(0)), spread)
+    ep = env.run(env.draw(np.random.default_rng(0)), _emptiest_chooser)
     lead = run_policy(workload, "sjf-limit", placement="type-aware", settings=env.settings)
     assert [s.action for s in ep.steps[:2]] == [0, 1]
     assert ep.avg_jct > float(lead.summary["avg_jct"]) + 100.0  # the 8-GPU job waited
     expected = (float(lead.summary["avg_jct"]) - ep.avg_jct) * 4 / (3600.0 * 4)
     assert float(ep.rewards.sum(dtype=np.float64)) == pytest.approx(expected, rel=1e-4)
     assert ep.rewards[0] == 0.0  # nothing differs before the second job is placed
+
+
+def test_under_a_preemptive_ordering_a_zero_pointer_is_its_heuristic_and_preemptions_are_decisions() -> None:
+    """Led under srtf-limit, a zeroed pointer replays srtf-limit+type-aware: same JCT, zero paired rewards.
+
+    A preempted job placed again when it restarts is a second decision of the episode.
+    """
+    from slurmrl.sim.experiment import run_policy
+
+    cfg = EnvConfig(episode_jobs=80, ordering="srtf-limit", fallback="type-aware", lead=True, reward="jct")
+    env = PlacementEnv(cfg, workloads=[small_workload(80, 2)])
+    window = env.draw(np.random.default_rng(0))
+    ep = env.run(window, _zero_chooser)
+    heuristic = run_policy(window, "srtf-limit", placement="type-aware", settings=env.settings)
+    assert ep.avg_jct == float(heuristic.summary["avg_jct"])
+    assert np.array_equal(ep.rewards, np.zeros(len(ep.steps), dtype=np.float32))
+    preempted = sum(r.preemptions for r in heuristic.records)
+    assert preempted > 0
+    placed = [s.job_id for s in ep.steps]
+    assert len(placed) > len(set(placed))  # restarts are placed again
+    moved = env.run(window, _emptiest_chooser)  # another pointer changes the schedule and the reward
+    assert moved.avg_jct != ep.avg_jct and np.any(moved.rewards != 0.0)
 
 
 def test_paired_rewards_split_the_area_difference_at_the_decision_times() -> None:
