@@ -50,12 +50,12 @@ def _config_of(ctx: click.Context, own: str | None) -> str:
     return own
 
 
-def _load(config_path: str, dry_run: bool = False):
+def _load(config_path: str, dry_run: bool = False, *, policy_checked: bool = True):
     from dataclasses import replace
 
     from slurmrl.daemon.config import load_config
 
-    config = load_config(config_path)
+    config = load_config(config_path, policy_checked=policy_checked)
     return replace(config, dry_run=True) if dry_run else config
 
 
@@ -137,9 +137,10 @@ def revert(ctx: click.Context, config_path: str | None) -> None:
     from slurmrl.policy.placement.first_fit import FirstFit
 
     try:
-        config = _load(_config_of(ctx, config_path))
+        # Reverting needs no policy: its name is not checked (a bad one must not block the give-back),
+        # and a light stand-in avoids loading (say) a torch checkpoint.
+        config = _load(_config_of(ctx, config_path), policy_checked=False)
         setup_logging(config.log_level.upper())
-        # Reverting needs no policy: a light stand-in avoids loading (say) a torch checkpoint.
         runner = Daemon(config, make_backend(config), policy=make_fifo(FirstFit()))
         try:
             tracked = len(runner.record.jobs)

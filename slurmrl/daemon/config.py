@@ -231,8 +231,15 @@ def _resolve(path: str, base: Path) -> str:
     return str(p if p.is_absolute() else (base / p).resolve())
 
 
-def parse_config(data: dict[str, Any], source: str = "<config>", base: Path | None = None) -> DaemonConfig:
-    """Validate a parsed TOML document; raises one ConfigError listing every problem."""
+def parse_config(
+    data: dict[str, Any], source: str = "<config>", base: Path | None = None, *, policy_checked: bool = True
+) -> DaemonConfig:
+    """Validate a parsed TOML document; raises one ConfigError listing every problem.
+
+    ``policy_checked=False`` leaves the policy and placement names unchecked:
+    giving back what the daemon set needs no policy, and a policy deleted or
+    misnamed since must not keep an admin's values from being restored.
+    """
     problems: list[str] = []
     top = {k: v for k, v in data.items() if k not in TABLES}
     values = _read_table(top, TOP, "", problems)
@@ -248,7 +255,8 @@ def parse_config(data: dict[str, Any], source: str = "<config>", base: Path | No
     base = base or Path.cwd()
     if "policy" in values:
         values["policy"] = _checkpoint_path(values["policy"], base)
-        problems.extend(_policy_problems(values["policy"], values.get("placement") or None))
+        if policy_checked:
+            problems.extend(_policy_problems(values["policy"], values.get("placement") or None))
     slurm = tables.get("slurm", {})
     if slurm.get("conf"):
         slurm["conf"] = _resolve(slurm["conf"], base)
@@ -316,7 +324,8 @@ def _registered_problems(policy: str) -> list[str]:
     return []
 
 
-def load_config(path: str | Path) -> DaemonConfig:
+def load_config(path: str | Path, *, policy_checked: bool = True) -> DaemonConfig:
+    """The config at ``path``, validated whole (see :func:`parse_config` for ``policy_checked``)."""
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
@@ -331,4 +340,4 @@ def load_config(path: str | Path) -> DaemonConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(p)) from None
-    return parse_config(data, source=str(p), base=p.resolve().parent)
+    return parse_config(data, source=str(p), base=p.resolve().parent, policy_checked=policy_checked)

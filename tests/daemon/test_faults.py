@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import live_slurm as live  # loaded by tests/conftest.py
@@ -72,6 +73,8 @@ def test_sigkill_in_the_middle_of_a_batch_then_revert_leaves_nothing(tmp_path: P
         touched = [j for j in jobs if live.site(j) > 0 or "slurmrl:" in live.show(j)["AdminComment"]]
         assert set(touched) <= set(record), "a value in Slurm the record does not know"
         assert len(sent) < 2 * len(jobs)  # it was killed before the batch ended
+        # The policy it ran has gone since (a checkpoint folder deleted): revert needs none.
+        live.write_toml(cfg_path, replace(cfg, policy=str(tmp_path / "deleted-checkpoint")))
         out = subprocess.run(
             [*live.CLI, "daemon", "revert", "--config", str(cfg_path)],
             capture_output=True,
