@@ -17,21 +17,10 @@ from slurmrl.cluster.model import Cluster, Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.replay.plan import ReplayJob, ReplayPlan
 from slurmrl.sim.records import JobRecord, Sample
+from slurmrl.slurm.accounting import ENDED_STATES
 from slurmrl.slurm.snapshot import SlurmJob
 
-ENDED = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "DEADLINE",
-        "BOOT_FAIL",
-    }
-)
+ENDED = ENDED_STATES  # Slurm's end states, as accounting reads them
 
 
 @dataclass(frozen=True, slots=True)
