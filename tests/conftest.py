@@ -61,6 +61,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def daemon_logging():
+    """A daemon command run in-process (CliRunner) sets the daemon's logging up: its own handler,
+    no propagation. Undone after every test, so a later test's ``caplog`` still sees its records."""
+    from slurmrl.daemon.logs import LOGGER
+
+    handlers, propagate, level = list(LOGGER.handlers), LOGGER.propagate, LOGGER.level
+    yield
+    LOGGER.handlers[:] = handlers
+    LOGGER.propagate = propagate
+    LOGGER.setLevel(level)
+
+
 @pytest.fixture
 def recorded_snapshot() -> Callable[..., Snapshot]:
     """Builds the snapshot recorded on the 22.05 test cluster, with fields replaced as asked."""

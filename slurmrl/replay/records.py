@@ -20,8 +20,6 @@ from slurmrl.sim.records import JobRecord, Sample
 from slurmrl.slurm.accounting import ENDED_STATES
 from slurmrl.slurm.snapshot import SlurmJob
 
-ENDED = ENDED_STATES  # Slurm's end states, as accounting reads them
-
 
 @dataclass(frozen=True, slots=True)
 class Observed:
@@ -38,7 +36,7 @@ class Observed:
 
     @property
     def ended(self) -> bool:
-        return self.state in ENDED
+        return self.state in ENDED_STATES
 
     @classmethod
     def of(cls, job: SlurmJob, before: Observed | None) -> Observed:
@@ -48,7 +46,7 @@ class Observed:
             gpus = before.gpus
         nodes = job.nodes or (before.nodes if before is not None else ())
         start = job.start_time if job.state != "PENDING" else None
-        end = job.end_time if job.state in ENDED else None
+        end = job.end_time if job.state in ENDED_STATES else None
         return cls(job.job_id, job.submit_time, start, end, job.state, nodes, gpus, job.restarts)
 
 

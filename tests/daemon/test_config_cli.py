@@ -160,20 +160,7 @@ def test_cli_bad_config_fails_fast_naming_keys(tmp_path: Path) -> None:
         assert ("cannot be deployed" in res.output) == (args[1] != "revert")
 
 
-@pytest.fixture
-def daemon_logging():
-    """``daemon revert`` sets the daemon's logging up (its own handler, no propagation); undone after,
-    so later tests' ``caplog`` still sees the daemon's records."""
-    from slurmrl.daemon.logs import LOGGER
-
-    handlers, propagate, level = list(LOGGER.handlers), LOGGER.propagate, LOGGER.level
-    yield
-    LOGGER.handlers[:] = handlers
-    LOGGER.propagate = propagate
-    LOGGER.setLevel(level)
-
-
-def test_revert_gives_back_whatever_policy_the_config_names(tmp_path: Path, daemon_logging: None) -> None:
+def test_revert_gives_back_whatever_policy_the_config_names(tmp_path: Path) -> None:
     """A policy deleted or misnamed since the daemon ran must not keep its values from being restored."""
     path = tmp_path / "site.toml"
     state = tmp_path / "state.json"
