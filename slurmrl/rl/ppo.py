@@ -48,7 +48,8 @@ from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
 from slurmrl.rl.runs import one_core
 from slurmrl.rl.topdrl import PLACEMENT, TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
-from slurmrl.rl.yardstick import validation_workload
+from slurmrl.rl.yardstick import mean_jct, validation_workload
+from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload
 
 STATE = "train_state.pt"
@@ -198,15 +199,21 @@ def held_out_workload(
     return replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]x{compression:g}")
 
 
-def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload) -> float:
-    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it."""
+def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload, beat: float = math.inf) -> float:
+    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it.
+
+    ``math.inf`` once the replay can no longer come in under ``beat`` (see :func:`mean_jct`).
+    """
     from slurmrl.policy.registry import make_placement
     from slurmrl.sim.experiment import run_policy
 
-    policy = TopDRLPolicy.from_net(
-        net, env_cfg.obs, make_placement(PLACEMENT), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
-    )
-    return float(run_policy(workload, policy).summary["avg_jct"])  # type: ignore[arg-type]
+    def replay(w: Workload, cutoff: JctCutoff | None) -> float:
+        policy = TopDRLPolicy.from_net(
+            net, env_cfg.obs, make_placement(PLACEMENT), allow_wait=env_cfg.allow_wait, lead=env_cfg.lead
+        )
+        return float(run_policy(w, policy, cutoff=cutoff).summary["avg_jct"])  # type: ignore[arg-type]
+
+    return mean_jct([workload], replay, beat)
 
 
 # -- rollout ---------------------------------------------------------------------
@@ -635,7 +642,7 @@ def train(
             val_jct = math.nan
             stop = bool(cfg.wall_limit_s) and standing.wall + time.perf_counter() - t0 >= cfg.wall_limit_s
             if val_wl is not None and (update % cfg.validate_every == 0 or last or stop):
-                val_jct = evaluate_net(net, env_cfg, val_wl)
+                val_jct = evaluate_net(net, env_cfg, val_wl, standing.best_val)
                 standing.best_val = _keep_best(out, net, env_cfg, val_jct, standing, log)
             times = (standing.wall + time.perf_counter() - t0, standing.cpu + time.process_time() - c0)
             train_log.write(standing, times, rollout, stats, eval_jct, val_jct)
@@ -815,7 +822,8 @@ def _validate(
     log: Callable[[str], None] | None,
 ) -> float:
     """Replay the validation window now; the best avg JCT so far (see :func:`_keep_best`)."""
-    return _keep_best(out, net, env_cfg, evaluate_net(net, env_cfg, workload), standing, log)
+    jct = evaluate_net(net, env_cfg, workload, standing.best_val)
+    return _keep_best(out, net, env_cfg, jct, standing, log)
 
 
 def _keep_best(
@@ -831,7 +839,9 @@ def _keep_best(
     if jct < best:
         save_checkpoint(out / BEST, net, env_cfg.obs, allow_wait=env_cfg.allow_wait, lead=env_cfg.lead)
     best = min(jct, best)
-    if log is not None:
+    if log is not None and math.isinf(jct):
+        log(f"update {standing.update}: validation replay abandoned, it could no longer beat {best:.0f} s")
+    elif log is not None:
         log(f"update {standing.update}: validation avg JCT {jct:.0f} s (best {best:.0f} s)")
     return best
 

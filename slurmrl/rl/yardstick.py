@@ -7,10 +7,12 @@ out of the training episodes (``philly-512-week2-val``: week 2's last days).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from slurmrl.errors import ConfigError
+from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 from slurmrl.sim.experiment import Workload
 
 
@@ -35,3 +37,27 @@ def validation_workload(name: str, seed: int) -> Workload | None:
             hint="validate on a scenario with role 'train' (see `slurmrl scenarios`)",
         )
     return prepare(scenario=name, seed=seed)
+
+
+def mean_jct(
+    windows: Sequence[Workload],
+    replay: Callable[[Workload, JctCutoff | None], float],
+    beat: float = math.inf,
+) -> float:
+    """Mean over ``windows`` of ``replay``'s average JCT, or ``math.inf`` once it cannot come in under ``beat``.
+
+    A checkpoint is kept only if it beats the best so far, so a validation
+    replay that can no longer do so is abandoned (:mod:`slurmrl.sim.cutoff`)
+    instead of run to its end: the windows still to replay can add no less
+    than nothing, so each is cut at what the mean leaves it. ``replay(window,
+    cutoff)`` returns that window's average JCT and lets
+    :class:`~slurmrl.sim.cutoff.ReplayAbandoned` through.
+    """
+    total = 0.0
+    for window in windows:
+        left = beat * len(windows) - total
+        try:
+            total += replay(window, JctCutoff(left) if math.isfinite(left) else None)
+        except ReplayAbandoned:
+            return math.inf
+    return total / len(windows) if windows else math.nan

@@ -20,6 +20,7 @@ from slurmrl.errors import ConfigError, SlurmrlError
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL
 from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_policy, policy_entry
+from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.gc_pause import paused_gc
 from slurmrl.sim.limit_models import DEFAULT_LIMIT_MODEL, check_limit_model, limit_source, seed_time_limits
@@ -321,13 +322,15 @@ def _replay(
     policy: Policy,
     settings: SimSettings,
     progress: Callable[[int], None] | None,
+    cutoff: JctCutoff | None = None,
 ) -> _Replayed:
     """The whole trace under ``policy``; a warm-started one from its hand-over, measured from there."""
     config = sim_config(settings, workload.seed)
     preemptive = bool(getattr(policy, "preemptive", False))
     if workload.handover is None:
         t0 = time.perf_counter()
-        result = Simulator(workload.trace, workload.cluster, config=config).run(policy, progress=progress)
+        sim = Simulator(workload.trace, workload.cluster, config=config)
+        result = sim.run(policy, progress=progress, cutoff=cutoff)
         wall = time.perf_counter() - t0
         return _Replayed(result.records, result.samples, (), wall, result.decisions, preemptive)
     from slurmrl.sim.handover import WARM_STARTS, inherited, measured, warm_policy, with_history
@@ -344,7 +347,9 @@ def _replay(
     )
     start = with_history(start, workload.handover, settings.handover_history)
     t0 = time.perf_counter()
-    result = start.sim.run(policy, progress=progress, first=start.view, preemptive=preemptive)
+    if cutoff is not None:
+        cutoff = replace(cutoff, measured_from=workload.handover)
+    result = start.sim.run(policy, progress=progress, first=start.view, preemptive=preemptive, cutoff=cutoff)
     wall = start.warm_wall + time.perf_counter() - t0  # the warm-up counts, played here or not
     records, samples = measured(result.records, result.samples, workload.handover)
     backlog = inherited(result.records, workload.handover)
@@ -358,14 +363,19 @@ def run_policy(
     placement: str | None = None,
     settings: SimSettings = SimSettings(),
     progress: Callable[[int], None] | None = None,
+    cutoff: JctCutoff | None = None,
 ) -> RunOutput:
-    """Replay ``workload`` under one policy and summarise it, every setting in the meta."""
+    """Replay ``workload`` under one policy and summarise it, every setting in the meta.
+
+    ``cutoff``: give up, raising :class:`~slurmrl.sim.cutoff.ReplayAbandoned`,
+    once the average JCT can no longer come in under it (a trainer's validation).
+    """
     from slurmrl.sim.metrics import summarize
 
     chosen = _resolve(policy, placement)
     if workload.reference_gpu and not settings.reference_gpu:
         settings = replace(settings, reference_gpu=workload.reference_gpu)
-    run = _replay(workload, chosen.policy, settings, progress)
+    run = _replay(workload, chosen.policy, settings, progress, cutoff)
     summary = summarize(
         run.records, run.samples, workload.cluster, wall_seconds=run.wall, backlog=run.backlog
     ).to_dict()

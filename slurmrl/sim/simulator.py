@@ -39,6 +39,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
 from slurmrl.perf.scaling import ScalingModel
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
 from slurmrl.sim.gc_pause import paused_gc
@@ -350,6 +351,7 @@ class Simulator:
         progress: Callable[[int], None] | None = None,
         first: ClusterView | None = None,
         preemptive: bool | None = None,
+        cutoff: JctCutoff | None = None,
     ) -> SimResult:
         """Replay the whole trace under ``policy``.
 
@@ -357,12 +359,17 @@ class Simulator:
         over at a view its original had not decided yet. ``preemptive``
         (default: the policy's own flag) says whether the policy is asked
         while every GPU is busy; a warm start asks as its two policies would.
+        ``cutoff``: raise :class:`~slurmrl.sim.cutoff.ReplayAbandoned` once
+        the average JCT can no longer come in under it (ignored when time
+        limits are enforced, see :mod:`slurmrl.sim.cutoff`).
         """
         if not policy.deployable:
             policy.bind_oracle(self.durations())
         if preemptive is None:
             preemptive = bool(getattr(policy, "preemptive", False))
         skip = not preemptive
+        if self.config.enforce_time_limits:
+            cutoff = None
         t0 = wallclock.perf_counter()
         reported = 0
         with paused_gc():
@@ -372,11 +379,37 @@ class Simulator:
                 if progress is not None and self.finished_count - reported >= 256:
                     progress(self.finished_count - reported)
                     reported = self.finished_count
+                if cutoff is not None and self.decisions % cutoff.every == 0:
+                    self._check_cutoff(cutoff, view.now)
                 view = self.next_view(skip_when_full=skip)
             self._drain()
             if progress is not None:
                 progress(self.finished_count - reported)
             return self.result(wallclock.perf_counter() - t0)
+
+    def jct_floor(self, now: float, since: float = -math.inf) -> float:
+        """A floor at ``now`` under the final average JCT of the jobs submitted at or after ``since``.
+
+        Ended jobs count their JCT, jobs in the system the time they have
+        spent there so far, jobs still to come nothing (see :mod:`slurmrl.sim.cutoff`).
+        """
+        total, count = 0.0, 0
+        for run in self.runs.values():
+            submit = run.job.submit_time
+            if submit < since:
+                continue
+            count += 1
+            end = run.end
+            if end == end:  # not NaN: the job has ended
+                total += end - submit
+            elif submit < now:
+                total += now - submit
+        return total / count if count else 0.0
+
+    def _check_cutoff(self, cutoff: JctCutoff, now: float) -> None:
+        floor = self.jct_floor(now, cutoff.measured_from)
+        if floor > cutoff.beat:
+            raise ReplayAbandoned(floor, cutoff.beat, now)
 
     def fork(self, view: ClusterView | None) -> tuple[Simulator, ClusterView | None]:
         """An independent copy of this simulator, and ``view`` (its latest view, if any) read from the copy.

@@ -300,3 +300,21 @@ def test_a_separate_critic_reads_the_values_forward_gives() -> None:
     critic.values(obs["jobs"], obs["cluster"], obs["globals"]).sum().backward()
     assert all(p.grad is None for p in critic.score.parameters())
     assert all(p.grad is not None for p in critic.value.parameters())
+
+
+def test_a_validation_replay_that_cannot_beat_the_best_keeps_nothing_and_says_so(tmp_path) -> None:
+    from slurmrl.rl.ppo import BEST, _keep_best, _Standing, evaluate_net
+
+    obs_cfg = ObsConfig(window=4, oldest=1)
+    env_cfg = EnvConfig(episode_jobs=20, obs=obs_cfg)
+    torch.manual_seed(0)
+    net = new_network(obs_cfg, hidden=8, conv=2)
+    wl = trace_workload(_trace(300), "1x2x8:v100")  # 16 GPUs for 300 jobs: a queue
+    whole = evaluate_net(net, env_cfg, wl)
+    assert evaluate_net(net, env_cfg, wl, beat=whole) == whole
+    assert evaluate_net(net, env_cfg, wl, beat=0.5 * whole) == math.inf
+    said: list[str] = []
+    standing = _Standing(update=3, best_val=0.5 * whole)
+    assert _keep_best(tmp_path, net, env_cfg, math.inf, standing, said.append) == 0.5 * whole
+    assert not (tmp_path / BEST).exists()
+    assert said == [f"update 3: validation replay abandoned, it could no longer beat {0.5 * whole:.0f} s"]

@@ -17,7 +17,9 @@ simulator): the model-free reference the card compares with. The paired
 the model predicts a job's own slowdown from what the decision saw. Every
 ``eval_every`` episodes the greedy policy replays a fixed yardstick (the last
 ``eval_jobs`` jobs of each training workload; never an evaluation scenario)
-and the weights with the best yardstick average JCT so far are the checkpoint.
+and the weights with the best yardstick average JCT so far are the checkpoint
+(a replay that can no longer beat that best is abandoned and logged as
+``inf``: :func:`slurmrl.rl.yardstick.mean_jct`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from slurmrl.rl.nets.config import HarmonyNetConfig
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs, validation_workload
+from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workload
+from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -140,16 +143,17 @@ def zero_pointer(net: HarmonyNet) -> None:
         net.attn_v.bias.zero_()
 
 
-def evaluate(env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload]) -> float:
-    """Mean over ``windows`` of the greedy policy's average JCT (seconds)."""
+def evaluate(
+    env: PlacementEnv, net: HarmonyNet, windows: Sequence[Workload], beat: float = math.inf
+) -> float:
+    """Mean over ``windows`` of the greedy policy's average JCT (seconds); inf once it cannot beat ``beat``."""
     infer = _numpy(net)
-    jcts = [
-        float(
-            run_policy(w, env.policy(greedy_chooser(infer.logits)), settings=env.settings).summary["avg_jct"]
-        )  # type: ignore[arg-type]
-        for w in windows
-    ]
-    return float(np.mean(jcts))
+
+    def replay(w: Workload, cutoff: JctCutoff | None) -> float:
+        policy = env.policy(greedy_chooser(infer.logits))
+        return float(run_policy(w, policy, settings=env.settings, cutoff=cutoff).summary["avg_jct"])  # type: ignore[arg-type]
+
+    return mean_jct(windows, replay, beat)
 
 
 def _numpy(net: HarmonyNet) -> NumpyHarmony:
@@ -251,7 +255,7 @@ def train(cfg: HarmonyConfig, out: Path, *, workloads: Sequence[Workload] | None
             )
             eval_jct = math.nan
             if windows and (episode % cfg.eval_every == 0):
-                eval_jct = evaluate(env, net, windows)
+                eval_jct = evaluate(env, net, windows, best)
                 if eval_jct < best:
                     best = eval_jct
                     _save(out, net, cfg, episode, decisions, real, predicted, eval_jct)

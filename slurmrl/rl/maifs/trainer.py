@@ -16,7 +16,9 @@ fraction and :func:`slurmrl.rl.ppo.explained_variance` as
 :mod:`slurmrl.rl.ppo` does. Every ``eval_every`` updates the greedy actor
 replays a fixed yardstick (the last ``eval_jobs`` jobs of each training
 workload on their own timeline; never an evaluation scenario) and the weights
-with the best yardstick average JCT so far are the checkpoint. Training stops
+with the best yardstick average JCT so far are the checkpoint; a replay that
+can no longer beat that best is abandoned and logged as ``inf``
+(:func:`slurmrl.rl.yardstick.mean_jct`). Training stops
 at ``updates`` or at the first update that ends past ``wall_limit_s``.
 """
 
@@ -41,7 +43,8 @@ from slurmrl.rl.nets.config import MaifsNetConfig
 from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs, validation_workload
+from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workload
+from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload, run_policy
 
 LOG = "log.csv"
@@ -207,12 +210,15 @@ def checkpoint_windows(env: ElasticEnv, cfg: MaifsConfig) -> list[Workload]:
     return [held] if held is not None else yardstick(env, cfg.eval_jobs)
 
 
-def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload]) -> float:
-    """Mean over ``windows`` of the greedy actor's average JCT (seconds)."""
+def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload], beat: float = math.inf) -> float:
+    """Mean over ``windows`` of the greedy actor's average JCT (seconds); inf once it cannot beat ``beat``."""
     actor = numpy_copy(net)
-    runs = [run_policy(w, env.policy(actor, greedy), settings=env.settings) for w in windows]
-    jcts = [float(r.summary["avg_jct"]) for r in runs]  # type: ignore[arg-type]
-    return float(np.mean(jcts))
+
+    def replay(w: Workload, cutoff: JctCutoff | None) -> float:
+        run = run_policy(w, env.policy(actor, greedy), settings=env.settings, cutoff=cutoff)
+        return float(run.summary["avg_jct"])  # type: ignore[arg-type]
+
+    return mean_jct(windows, replay, beat)
 
 
 def new_network(cfg: MaifsConfig) -> MaifsNet:
@@ -252,7 +258,7 @@ def train(cfg: MaifsConfig, out: Path, *, workloads: Sequence[Workload] | None =
             steps_done += int(batch.actions.shape[0])
             eval_jct = math.nan
             if windows and (update % cfg.eval_every == 0 or update == 1):
-                eval_jct = evaluate(env, net, windows)
+                eval_jct = evaluate(env, net, windows, best)
                 if eval_jct < best:
                     best = eval_jct
                     _save(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.rl.maifs.env import EnvConfig
 from slurmrl.rl.maifs.policy import LEAD_PLACEMENT, MaifsPolicy
 from slurmrl.rl.maifs.trainer import MaifsConfig, config_from_request, train
-from tests.rl.maifs.common import small_workload
+from tests.rl.maifs.common import random_net, small_workload
 
 
 def test_a_short_training_run(tmp_path: Path) -> None:
@@ -134,3 +135,17 @@ def test_a_named_validation_window_replaces_the_yardstick() -> None:
     env = ElasticEnv(cfg.env, workloads=[small_workload(60)])
     assert [w.label for w in checkpoint_windows(env, cfg)] == ["philly-512-week2-val"]
     assert [w.label for w in checkpoint_windows(env, replace(cfg, validate=""))] == ["test[-2000:]"]
+
+
+def test_a_validation_replay_that_cannot_beat_the_best_is_abandoned() -> None:
+    """The whole replay's figure when it may beat ``beat``; inf, without its end, when it cannot."""
+    from slurmrl.rl.maifs.env import ElasticEnv
+    from slurmrl.rl.maifs.trainer import evaluate
+
+    env = ElasticEnv(EnvConfig(episode_jobs=40), workloads=[small_workload(80)])
+    net = random_net()
+    windows = [small_workload(200)]  # 32 GPUs for 200 jobs: a queue, so the floor rises early
+    whole = evaluate(env, net, windows)
+    assert math.isfinite(whole) and whole > 0
+    assert evaluate(env, net, windows, beat=whole) == whole
+    assert evaluate(env, net, windows, beat=0.5 * whole) == math.inf
