@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from slurmrl.errors import ConfigError
 from slurmrl.rl.harmony.env import EnvConfig
 from slurmrl.rl.harmony.policy import HarmonyPolicy
 from slurmrl.rl.harmony.train import HarmonyConfig, reads_simulator, train
-from tests.rl.harmony.common import small_workload
+from tests.rl.harmony.common import random_net, small_workload
 
 
 def test_reward_sources_follow_warmup_and_period() -> None:
@@ -133,3 +134,16 @@ def test_forced_decisions_stay_out_of_the_replay_when_asked(
             assert any(c == 1 for c in counts)  # this window has decisions with one node to go to
         else:
             assert counts and all(c > 1 for c in counts)
+
+
+def test_a_validation_replay_that_cannot_beat_the_best_is_abandoned() -> None:
+    from slurmrl.rl.harmony.env import PlacementEnv
+    from slurmrl.rl.harmony.train import evaluate
+
+    env = PlacementEnv(EnvConfig(episode_jobs=30), workloads=[small_workload(60, 1)])
+    net = random_net()
+    windows = [small_workload(300, 2)]  # 32 GPUs for 300 jobs: a queue, so the floor rises early
+    whole = evaluate(env, net, windows)
+    assert math.isfinite(whole) and whole > 0
+    assert evaluate(env, net, windows, beat=whole) == whole
+    assert evaluate(env, net, windows, beat=0.5 * whole) == math.inf
