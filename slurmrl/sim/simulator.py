@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import math
 import time as wallclock
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
@@ -368,8 +368,9 @@ class Simulator:
         if preemptive is None:
             preemptive = bool(getattr(policy, "preemptive", False))
         skip = not preemptive
-        if self.config.enforce_time_limits:
-            cutoff = None
+        floor = None
+        if cutoff is not None and not self.config.enforce_time_limits:
+            floor = _JctFloor(self.runs.values(), cutoff.measured_from, cutoff)
         t0 = wallclock.perf_counter()
         reported = 0
         with paused_gc():
@@ -379,8 +380,8 @@ class Simulator:
                 if progress is not None and self.finished_count - reported >= 256:
                     progress(self.finished_count - reported)
                     reported = self.finished_count
-                if cutoff is not None and self.decisions % cutoff.every == 0:
-                    self._check_cutoff(cutoff, view.now)
+                if floor is not None and self.decisions % floor.every == 0:
+                    floor.check(view.now)
                 view = self.next_view(skip_when_full=skip)
             self._drain()
             if progress is not None:
@@ -393,23 +394,7 @@ class Simulator:
         Ended jobs count their JCT, jobs in the system the time they have
         spent there so far, jobs still to come nothing (see :mod:`slurmrl.sim.cutoff`).
         """
-        total, count = 0.0, 0
-        for run in self.runs.values():
-            submit = run.job.submit_time
-            if submit < since:
-                continue
-            count += 1
-            end = run.end
-            if end == end:  # not NaN: the job has ended
-                total += end - submit
-            elif submit < now:
-                total += now - submit
-        return total / count if count else 0.0
-
-    def _check_cutoff(self, cutoff: JctCutoff, now: float) -> None:
-        floor = self.jct_floor(now, cutoff.measured_from)
-        if floor > cutoff.beat:
-            raise ReplayAbandoned(floor, cutoff.beat, now)
+        return _JctFloor(self.runs.values(), since).at(now)
 
     def fork(self, view: ClusterView | None) -> tuple[Simulator, ClusterView | None]:
         """An independent copy of this simulator, and ``view`` (its latest view, if any) read from the copy.
@@ -727,3 +712,37 @@ class Simulator:
         low, high = run.view.gpu_range
         g = run.job.num_gpus
         return max(self.scaling.count_factor(run.model, n, g) for n in range(low, high + 1))
+
+
+class _JctFloor:
+    """:meth:`Simulator.jct_floor`, kept between checks: each check reads only the jobs not yet ended."""
+
+    def __init__(self, runs: Iterable[_Run], since: float, cutoff: JctCutoff | None = None) -> None:
+        self.cutoff = cutoff
+        self.every = cutoff.every if cutoff is not None else 1
+        self.open = sorted((r for r in runs if r.job.submit_time >= since), key=lambda r: r.job.submit_time)
+        self.count = len(self.open)
+        self.ended = 0.0  # summed JCT of the measured jobs that ended
+
+    def at(self, now: float) -> float:
+        still: list[_Run] = []
+        waited = 0.0
+        for i, run in enumerate(self.open):
+            submit = run.job.submit_time
+            if submit >= now:  # this job and every later one are still to come
+                still.extend(self.open[i:])
+                break
+            end = run.end
+            if end == end:  # not NaN: the job has ended
+                self.ended += end - submit
+            else:
+                still.append(run)
+                waited += now - submit
+        self.open = still
+        return (self.ended + waited) / self.count if self.count else 0.0
+
+    def check(self, now: float) -> None:
+        """Raise :class:`ReplayAbandoned` if the floor at ``now`` passes the cutoff's figure."""
+        floor = self.at(now)
+        if self.cutoff is not None and floor > self.cutoff.beat:
+            raise ReplayAbandoned(floor, self.cutoff.beat, now)
