@@ -96,6 +96,7 @@ def train_topdrl(req: TrainRequest) -> None:
         separate_critic=led,
         validate_every=15,
         validate=(req.validate or "philly-512-week2-val") if led else (req.validate or ""),
+        validate_seeds=req.validate_seeds or 1,
     )
     result = run_training(cfg, req.out, resume=req.resume, progress=req.progress, log=click.echo)
     click.echo(
@@ -125,6 +126,20 @@ def _check_ordering(policy: str, lead: str | None, *, preemptive: bool = False) 
         kind = "deployable" if preemptive else "deployable and non-preemptive"
         raise click.ClickException(
             f"--lead: {policy}'s ordering must be {kind} ({', '.join(allowed)}), not '{lead}'"
+        )
+
+
+def _check_validate_seeds(policy: str, opts: dict[str, object]) -> None:
+    """``--validate-seeds`` needs a validation window: ``--validate`` (or, for topdrl, ``--lead``'s default)."""
+    if opts["validate_seeds"] is None:
+        return
+    if policy == "meta-rl":
+        raise click.ClickException(
+            "--validate-seeds: meta-rl keeps its last meta-weights, it validates nothing"
+        )
+    if not opts["validate"] and not (policy == "topdrl" and opts["lead"]):
+        raise click.ClickException(
+            f"--validate-seeds: {policy} replays no validation window here; give --validate too"
         )
 
 
@@ -204,6 +219,7 @@ def train_maifs(req: TrainRequest) -> None:
         wall_limit=req.wall_limit,
         lead=req.lead,
         validate=req.validate,
+        validate_seeds=req.validate_seeds,
     )
     result = run_maifs(cfg, req.out)
     click.echo(
@@ -342,7 +358,8 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     "--validate-seeds",
     type=click.IntRange(min=1),
     default=None,
-    help="harmony: workload seeds each --validate scenario is replayed under per check (default 1).",
+    help="harmony, topdrl, maifs: workload seeds each validation scenario is replayed under per check, "
+    "their mean compared (default 1).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
@@ -382,10 +399,7 @@ def train(policy: str, scenarios: str, seeds: int, no_progress: bool, **opts: ob
                 f"scenario '{name}' is held out for evaluation; train on the 'train' scenarios",
                 hint="see `slurmrl scenarios`",
             )
-    if opts["validate_seeds"] is not None and (policy != "harmony" or not opts["validate"]):
-        raise click.ClickException(
-            "--validate-seeds: only harmony replays its --validate scenarios under several seeds; give --validate too"
-        )
+    _check_validate_seeds(policy, opts)
     if opts["start_stride"] is not None and policy != "topdrl":
         raise click.ClickException(
             f"--start-stride: only topdrl's episodes start at a stride, not {policy}'s"

@@ -48,7 +48,7 @@ from slurmrl.rl.nets.torch_layers import masked_logits
 from slurmrl.rl.nets.torch_nets import TopDRLNet
 from slurmrl.rl.runs import one_core
 from slurmrl.rl.topdrl import PLACEMENT, TopDRLPolicy, load_checkpoint, new_network, save_checkpoint
-from slurmrl.rl.yardstick import mean_jct, validation_workload
+from slurmrl.rl.yardstick import mean_jct, validation_workloads
 from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload
 
@@ -98,6 +98,7 @@ class PPOConfig:
     # weights are kept in ``out/best`` (the checkpoint to ship).
     validate: str = ""
     validate_every: int = 10
+    validate_seeds: int = 1  # workload seeds of ``validate`` replayed per check (their mean is compared)
 
     @property
     def batch_size(self) -> int:
@@ -199,10 +200,12 @@ def held_out_workload(
     return replace(wl, trace=replace(wl.trace, jobs=chosen), label=f"{wl.label}[-{jobs}:]x{compression:g}")
 
 
-def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload, beat: float = math.inf) -> float:
-    """Average JCT of the greedy policy (with its lead) on ``workload``, as `slurmrl evaluate` gives it.
+def evaluate_net(
+    net: TopDRLNet, env_cfg: EnvConfig, windows: Sequence[Workload], beat: float = math.inf
+) -> float:
+    """Mean over ``windows`` of the greedy policy's (with its lead) average JCT, as `slurmrl evaluate` gives it.
 
-    ``math.inf`` once the replay can no longer come in under ``beat`` (see :func:`mean_jct`).
+    ``math.inf`` once the replays can no longer come in under ``beat`` (see :func:`mean_jct`).
     """
     from slurmrl.policy.registry import make_placement
     from slurmrl.sim.experiment import run_policy
@@ -213,7 +216,7 @@ def evaluate_net(net: TopDRLNet, env_cfg: EnvConfig, workload: Workload, beat: f
         )
         return float(run_policy(w, policy, cutoff=cutoff).summary["avg_jct"])  # type: ignore[arg-type]
 
-    return mean_jct([workload], replay, beat)
+    return mean_jct(windows, replay, beat)
 
 
 # -- rollout ---------------------------------------------------------------------
@@ -615,9 +618,11 @@ def train(
     eval_wl = (
         held_out_workload(env_cfg, workloads, cfg.eval_jobs, cfg.eval_compression) if cfg.eval_every else None
     )
-    val_wl = validation_workload(cfg.validate, env_cfg.workload_seed)
-    if val_wl is not None and not resume:  # update 0: the lead itself
-        standing.best_val = _validate(out, net, env_cfg, val_wl, standing, log)
+    val_wls = validation_workloads(
+        [cfg.validate] if cfg.validate else [], env_cfg.workload_seed, cfg.validate_seeds
+    )
+    if val_wls and not resume:  # update 0: the lead itself
+        standing.best_val = _validate(out, net, env_cfg, val_wls, standing, log)
 
     # Each resumed segment reseeds from (seed, update) so a resumed run is reproducible too.
     obs, _ = envs.reset(seed=cfg.seed + 1000 * standing.update)
@@ -638,11 +643,11 @@ def train(
             last = update == cfg.num_updates
             eval_jct = math.nan
             if eval_wl is not None and (update % cfg.eval_every == 0 or last):
-                eval_jct = last_eval = evaluate_net(net, env_cfg, eval_wl)
+                eval_jct = last_eval = evaluate_net(net, env_cfg, [eval_wl])
             val_jct = math.nan
             stop = bool(cfg.wall_limit_s) and standing.wall + time.perf_counter() - t0 >= cfg.wall_limit_s
-            if val_wl is not None and (update % cfg.validate_every == 0 or last or stop):
-                val_jct = evaluate_net(net, env_cfg, val_wl, standing.best_val)
+            if val_wls and (update % cfg.validate_every == 0 or last or stop):
+                val_jct = evaluate_net(net, env_cfg, val_wls, standing.best_val)
                 standing.best_val = _keep_best(out, net, env_cfg, val_jct, standing, log)
             times = (standing.wall + time.perf_counter() - t0, standing.cpu + time.process_time() - c0)
             train_log.write(standing, times, rollout, stats, eval_jct, val_jct)
@@ -817,12 +822,12 @@ def _validate(
     out: Path,
     net: TopDRLNet,
     env_cfg: EnvConfig,
-    workload: Workload,
+    windows: Sequence[Workload],
     standing: _Standing,
     log: Callable[[str], None] | None,
 ) -> float:
-    """Replay the validation window now; the best avg JCT so far (see :func:`_keep_best`)."""
-    jct = evaluate_net(net, env_cfg, workload, standing.best_val)
+    """Replay the validation windows now; the best mean avg JCT so far (see :func:`_keep_best`)."""
+    jct = evaluate_net(net, env_cfg, windows, standing.best_val)
     return _keep_best(out, net, env_cfg, jct, standing, log)
 
 

@@ -39,6 +39,19 @@ def validation_workload(name: str, seed: int) -> Workload | None:
     return prepare(scenario=name, seed=seed)
 
 
+def validation_workloads(names: Sequence[str], seed: int, seeds: int = 1) -> list[Workload]:
+    """Each validation scenario under workload seeds ``seed`` to ``seed + seeds - 1``, scenario by scenario.
+
+    One workload seed is one draw of the scenario's seeded parts (time limits,
+    elastic jobs); a checkpoint that beats its lead on one draw may only have
+    drawn well, so a trainer may ask for several and keep the best mean.
+    """
+    if seeds < 1:
+        raise ConfigError(f"validate_seeds must be at least 1, got {seeds}")
+    found = (validation_workload(name, s) for name in names for s in range(seed, seed + seeds))
+    return [w for w in found if w is not None]
+
+
 def mean_jct(
     windows: Sequence[Workload],
     replay: Callable[[Workload, JctCutoff | None], float],

@@ -212,7 +212,9 @@ def test_harmony_checks_replay_each_validation_scenario_under_several_seeds(tmp_
     runner = CliRunner()
     for args in (
         ["train", "--policy", "harmony", "--validate-seeds", "2"],  # no --validate
-        ["train", "--policy", "topdrl", "--validate", "philly-448-week2-val", "--validate-seeds", "2"],
+        ["train", "--policy", "maifs", "--validate-seeds", "2"],
+        ["train", "--policy", "topdrl", "--validate-seeds", "2"],  # unled: no default window
+        ["train", "--policy", "meta-rl", "--validate", "philly-448-week2-val", "--validate-seeds", "2"],
     ):
         res = runner.invoke(main, [*args, "--out", str(tmp_path / "bad")])
         assert res.exit_code != 0 and "--validate-seeds" in res.output and "Traceback" not in res.output
@@ -242,3 +244,42 @@ def test_start_stride_reaches_topdrl_episodes_and_no_other_trainer(tmp_path: Pat
     assert res.exit_code == 1 and "--start-stride: only topdrl" in res.output and not asked[2:]
     res = runner.invoke(main, [*args, "--start-stride", "0", "--out", str(tmp_path / "zero")])
     assert res.exit_code == 2 and "--start-stride" in res.output
+
+
+def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> None:
+    """Both trainers replay each seed of their validation window per check (topdrl's led default window too)."""
+    import slurmrl.rl.maifs.trainer as maifs
+    import slurmrl.rl.ppo as ppo
+
+    asked: list[object] = []
+    monkeypatch.setattr(
+        ppo, "train", lambda cfg, out, **_: asked.append(cfg) or ppo.TrainResult(out, 0, 0, 0.0, 0.0)
+    )
+    monkeypatch.setattr(
+        maifs, "train", lambda cfg, out, **_: asked.append(cfg) or maifs.MaifsResult(out, 0, 0, 0.0, 0.0, 0.0)
+    )
+    runner = CliRunner()
+    topdrl = ["train", "--scenario", "philly-512-week1", "--lead", "sjf-limit", "--no-progress"]
+    res = runner.invoke(main, [*topdrl, "--validate-seeds", "3", "--out", str(tmp_path / "topdrl")])
+    assert res.exception is None, res.output
+    assert (asked[0].validate, asked[0].validate_seeds) == ("philly-512-week2-val", 3)
+    maifs_args = ["train", "--policy", "maifs", "--scenario", "philly-512-week1", "--no-progress"]
+    res = runner.invoke(
+        main,
+        [
+            *maifs_args,
+            "--validate",
+            "philly-448-week2-val",
+            "--validate-seeds",
+            "2",
+            "--out",
+            str(tmp_path / "m"),
+        ],
+    )
+    assert res.exception is None, res.output
+    assert (asked[1].validate, asked[1].validate_seeds) == ("philly-448-week2-val", 2)
+    from tests.rl.maifs.common import small_workload
+
+    env = maifs.ElasticEnv(asked[1].env, workloads=[small_workload(20)])
+    windows = maifs.checkpoint_windows(env, asked[1])
+    assert [(w.label, w.seed) for w in windows] == [(windows[0].label, 0), (windows[0].label, 1)]

@@ -310,9 +310,9 @@ def test_a_validation_replay_that_cannot_beat_the_best_keeps_nothing_and_says_so
     torch.manual_seed(0)
     net = new_network(obs_cfg, hidden=8, conv=2)
     wl = trace_workload(_trace(300), "1x2x8:v100")  # 16 GPUs for 300 jobs: a queue
-    whole = evaluate_net(net, env_cfg, wl)
-    assert evaluate_net(net, env_cfg, wl, beat=whole) == whole
-    assert evaluate_net(net, env_cfg, wl, beat=0.5 * whole) == math.inf
+    whole = evaluate_net(net, env_cfg, [wl])
+    assert evaluate_net(net, env_cfg, [wl], beat=whole) == whole
+    assert evaluate_net(net, env_cfg, [wl], beat=0.5 * whole) == math.inf
     said: list[str] = []
     standing = _Standing(update=3, best_val=0.5 * whole)
     assert _keep_best(tmp_path, net, env_cfg, math.inf, standing, said.append) == 0.5 * whole

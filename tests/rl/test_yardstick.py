@@ -7,7 +7,7 @@ import math
 import pytest
 
 from slurmrl.errors import ConfigError
-from slurmrl.rl.yardstick import mean_jct, validation_workload
+from slurmrl.rl.yardstick import mean_jct, validation_workload, validation_workloads
 from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 
 
@@ -45,3 +45,9 @@ def test_each_window_is_cut_at_what_the_mean_leaves_it() -> None:
     given.clear()
     assert mean_jct([100.0, 500.0, 1.0], replay, beat=150.0) == math.inf
     assert given == [450.0, 350.0]  # the third window is never replayed
+
+
+def test_validation_seeds_must_be_one_or_more() -> None:
+    with pytest.raises(ConfigError, match="validate_seeds must be at least 1"):
+        validation_workloads(["philly-448-week2-val"], 0, 0)
+    assert validation_workloads([], 0, 3) == []

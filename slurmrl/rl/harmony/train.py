@@ -48,7 +48,7 @@ from slurmrl.rl.nets.config import HarmonyNetConfig
 from slurmrl.rl.nets.numpy_nets import NumpyHarmony
 from slurmrl.rl.nets.torch_nets import HarmonyNet
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workload
+from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workloads
 from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload, run_policy
 
@@ -129,10 +129,7 @@ def check_windows(cfg: HarmonyConfig, env: PlacementEnv) -> list[Workload]:
     if not cfg.eval_every:
         return []
     if cfg.validate:
-        if cfg.validate_seeds < 1:
-            raise ConfigError(f"validate_seeds must be at least 1, got {cfg.validate_seeds}")
-        seeds = range(cfg.env.workload_seed, cfg.env.workload_seed + cfg.validate_seeds)
-        return [validation_workload(name, seed) for name in cfg.validate for seed in seeds]  # type: ignore[misc]
+        return validation_workloads(cfg.validate, cfg.env.workload_seed, cfg.validate_seeds)
     return yardstick(env, cfg.eval_jobs)
 
 

@@ -43,7 +43,7 @@ from slurmrl.rl.nets.config import MaifsNetConfig
 from slurmrl.rl.nets.torch_nets import MaifsNet
 from slurmrl.rl.ppo import UpdateStats, UpdateTally, clipped_surrogate, compute_advantages
 from slurmrl.rl.runs import RUN, fresh_run
-from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workload
+from slurmrl.rl.yardstick import last_jobs, mean_jct, validation_workloads
 from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.experiment import Workload, run_policy
 
@@ -88,6 +88,7 @@ class MaifsConfig:
     eval_every: int = 5
     eval_jobs: int = 2000
     validate: str = ""  # a training-side scenario left out of the episodes, replayed instead of the yardstick
+    validate_seeds: int = 1  # workload seeds of ``validate`` replayed per check (their mean is compared)
     seed: int = 0
 
 
@@ -206,8 +207,9 @@ def yardstick(env: ElasticEnv, jobs: int) -> list[Workload]:
 
 def checkpoint_windows(env: ElasticEnv, cfg: MaifsConfig) -> list[Workload]:
     """What the kept checkpoint is chosen on: the validation window if named, else the yardstick."""
-    held = validation_workload(cfg.validate, cfg.env.workload_seed)
-    return [held] if held is not None else yardstick(env, cfg.eval_jobs)
+    if cfg.validate:
+        return validation_workloads([cfg.validate], cfg.env.workload_seed, cfg.validate_seeds)
+    return yardstick(env, cfg.eval_jobs)
 
 
 def evaluate(env: ElasticEnv, net: MaifsNet, windows: Sequence[Workload], beat: float = math.inf) -> float:
@@ -366,6 +368,7 @@ def config_from_request(
     wall_limit: float | None = None,
     lead: str | None = None,
     validate: str | None = None,
+    validate_seeds: int | None = None,
 ) -> MaifsConfig:
     """The trainer's config for ``slurmrl train --policy maifs``; None keeps the default.
 
@@ -382,5 +385,6 @@ def config_from_request(
         "target_kl": target_kl,
         "wall_limit_s": wall_limit,
         "validate": validate,
+        "validate_seeds": validate_seeds,
     }
     return replace(cfg, **{k: v for k, v in given.items() if v is not None})
