@@ -21,8 +21,11 @@ optimiser state (``train_state.pt``, loaded with ``weights_only=True``), so a
 run can stop at any time and continue with ``resume=True``. ``log.csv`` gets
 one row per update: episode returns and average JCT of finished training
 episodes, policy and value loss, entropy, approximate KL, clip fraction,
-explained variance of the value head, epochs run, and every ``eval_every``
-updates the average JCT of the greedy policy on a fixed held-out window.
+explained variance of the value head, epochs run, every ``eval_every``
+updates the average JCT of the greedy policy on a fixed held-out window, and
+every ``validate_every`` updates its mean over the validation windows (the
+best of which is kept in ``best/``; ``inf`` where the replays were abandoned,
+unable to beat it: :func:`slurmrl.rl.yardstick.mean_jct`).
 """
 
 from __future__ import annotations
