@@ -3,7 +3,8 @@
 Whatever a policy decides (preemptive ones and the trained agent included),
 no GPU may be held by two jobs at any instant, no job may start before it
 was submitted, every job must end up finished, killed or unfinished exactly
-once, and no mean JCT may beat its proven lower bound.
+once, no mean JCT may beat its proven lower bound, and no replay may pass
+the floor a validation cutoff reads under its own average.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from slurmrl.cluster import load_cluster
 from slurmrl.cluster.model import Placement
 from slurmrl.policy import make_policy
 from slurmrl.policy.registry import placement_names, policy_names
+from slurmrl.sim.cutoff import JctCutoff
 from slurmrl.sim.elastic import parse_elastic
 from slurmrl.sim.metrics import summarize
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -151,3 +153,28 @@ def test_every_policy_keeps_the_invariants(
     )
     if summary["avg_jct"] is not None and summary["avg_jct_lower_bound"] is not None:
         assert summary["avg_jct"] >= summary["avg_jct_lower_bound"] * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("policy", policy_names())
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=job_rows,
+    spec=st.sampled_from(CLUSTERS),
+    speed_model=st.sampled_from(SPEED_MODELS),
+    seed=st.integers(0, 3),
+    elastic=st.sampled_from(["off", "fraction:0.5"]),
+)
+def test_a_cutoff_at_a_replays_own_average_never_abandons_it(
+    policy: str, rows, spec: str, speed_model: str, seed: int, elastic: str
+) -> None:
+    """The cutoff's floor is a floor for every policy: cut at its own average JCT, a replay runs whole, unchanged."""
+    cluster = load_cluster(spec)
+    trace = make_trace(rows, cluster.total_gpus)
+    config = SimConfig(seed=seed, speed_model=speed_model, elastic=parse_elastic(elastic))
+    whole = Simulator(trace, cluster, config=config).run(make_policy(policy))
+    jcts = [r.end_time - r.submit_time for r in whole.records]
+    average = sum(jcts) / len(jcts) * (1 + 1e-9)  # the floor sums in another order
+    cut = Simulator(trace, cluster, config=config).run(
+        make_policy(policy), cutoff=JctCutoff(average, every=1)
+    )
+    assert cut.records == whole.records
