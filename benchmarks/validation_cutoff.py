@@ -5,9 +5,10 @@ so far, so :mod:`slurmrl.sim.cutoff` abandons a replay once a floor under
 its average JCT passes that best. Here the figure to beat is one policy's
 average JCT on a scenario (a led trainer's update 0: its lead); each other
 policy is then replayed whole and with that cutoff, and the benchmark prints
-the CPU seconds of both (a warm-started scenario's warm-ups played before), the whole replay's average JCT, and the simulated
-time at which the cut replay stopped (a replay that could still beat the
-figure runs to its end and must give the same records).
+the CPU seconds of both (a warm-started scenario's warm-ups played before),
+the whole replay's average JCT, and the simulated time at which the cut
+replay stopped (a replay that could still beat the figure runs to its end
+and must give the same records).
 
     python benchmarks/validation_cutoff.py [--scenario philly-448-week2-val] [--beat srtf-limit+topology] [--policies a,b+placement]
 """

@@ -28,7 +28,7 @@ class JctCutoff:
     beat: float
     # Jobs submitted before this time are not measured (a warm-started replay's warm-up).
     measured_from: float = -math.inf
-    every: int = 64  # scheduling passes between checks of the floor (each reads every job once)
+    every: int = 64  # scheduling passes between checks of the floor (each reads the jobs not yet ended)
 
     def __post_init__(self) -> None:
         if self.every < 1:
