@@ -368,9 +368,9 @@ class Simulator:
         if preemptive is None:
             preemptive = bool(getattr(policy, "preemptive", False))
         skip = not preemptive
-        floor = None
+        floor, every = None, 1
         if cutoff is not None and not self.config.enforce_time_limits:
-            floor = _JctFloor(self.runs.values(), cutoff.measured_from, cutoff)
+            floor, every = _JctFloor(self.runs.values(), cutoff.measured_from, cutoff.beat), cutoff.every
         t0 = wallclock.perf_counter()
         reported = 0
         with paused_gc():
@@ -380,7 +380,7 @@ class Simulator:
                 if progress is not None and self.finished_count - reported >= 256:
                     progress(self.finished_count - reported)
                     reported = self.finished_count
-                if floor is not None and self.decisions % floor.every == 0:
+                if floor is not None and self.decisions % every == 0:
                     floor.check(view.now)
                 view = self.next_view(skip_when_full=skip)
             self._drain()
@@ -717,9 +717,8 @@ class Simulator:
 class _JctFloor:
     """:meth:`Simulator.jct_floor`, kept between checks: each check reads only the jobs not yet ended."""
 
-    def __init__(self, runs: Iterable[_Run], since: float, cutoff: JctCutoff | None = None) -> None:
-        self.cutoff = cutoff
-        self.every = cutoff.every if cutoff is not None else 1
+    def __init__(self, runs: Iterable[_Run], since: float, beat: float = math.inf) -> None:
+        self.beat = beat  # the average the replay must come in at or below
         self.open = sorted((r for r in runs if r.job.submit_time >= since), key=lambda r: r.job.submit_time)
         self.count = len(self.open)
         self.ended = 0.0  # summed JCT of the measured jobs that ended
@@ -742,7 +741,7 @@ class _JctFloor:
         return (self.ended + waited) / self.count if self.count else 0.0
 
     def check(self, now: float) -> None:
-        """Raise :class:`ReplayAbandoned` if the floor at ``now`` passes the cutoff's figure."""
+        """Raise :class:`ReplayAbandoned` if the floor at ``now`` passes the figure to beat."""
         floor = self.at(now)
-        if self.cutoff is not None and floor > self.cutoff.beat:
-            raise ReplayAbandoned(floor, self.cutoff.beat, now)
+        if floor > self.beat:
+            raise ReplayAbandoned(floor, self.beat, now)
