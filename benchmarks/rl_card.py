@@ -14,7 +14,10 @@ made over the suite's seeds:
 * the learned policies asked for (``--learned``, compare's NAME[+PLACEMENT]),
   into ``OUT/<entry>/learned-<family>``.
 
-Kept apart so a new checkpoint re-runs only its own rows. ``--run`` runs
+Kept apart so a new checkpoint re-runs only its own rows; ``--apart NAME``
+runs a heuristic ordering (on every placement) in a compare of its own,
+``OUT/<entry>/heuristics-NAME``, so an ordering registered after the
+heuristics ran adds its rows, and may become H, without re-running the rest. ``--run`` runs
 the commands whose folder has no result yet; without it the script only
 prints the commands and the tables of what is there. The tables: every row
 (mean over the seeds, 95% interval on avg JCT), then per learned row the gap
@@ -111,17 +114,36 @@ def _key(run: SuiteRun) -> str:
     return key
 
 
-def heuristic_rows(entry: Entry) -> list[str]:
-    """Every deployable ordering and every clairvoyant reference, each on every placement that differs."""
+def heuristic_rows(entry: Entry, apart: Sequence[str] = ()) -> list[str]:
+    """Every deployable ordering but those run ``apart`` and every clairvoyant reference, each on every placement that differs."""
+    from slurmrl.policy.registry import policy_entry, policy_names
+
+    references = REFERENCES + ((ELASTIC_REFERENCE,) if entry.elastic else ())
+    orderings = [
+        n
+        for n in policy_names()
+        if policy_entry(n).deployable and not policy_entry(n).learned and n not in apart
+    ]
+    return [f"{n}+{p}" for n in (*orderings, *references) for p in placements_of(entry)]
+
+
+def placements_of(entry: Entry) -> list[str]:
+    """Every placement; ``type-aware`` only where the cluster has several GPU types (else it is ``topology``)."""
     from slurmrl.cluster.spec import load_cluster
-    from slurmrl.policy.registry import placement_names, policy_entry, policy_names
+    from slurmrl.policy.registry import placement_names
     from slurmrl.scenarios.catalog import get_scenario
 
     cluster = load_cluster(get_scenario(entry.run.scenario).cluster_spec())
-    placements = [p for p in placement_names() if p != "type-aware" or len(cluster.gpu_types) > 1]
-    references = REFERENCES + ((ELASTIC_REFERENCE,) if entry.elastic else ())
-    orderings = [n for n in policy_names() if policy_entry(n).deployable and not policy_entry(n).learned]
-    return [f"{n}+{p}" for n in (*orderings, *references) for p in placements]
+    return [p for p in placement_names() if p != "type-aware" or len(cluster.gpu_types) > 1]
+
+
+def parts_of(entry: Entry, apart: Sequence[str], learned: Sequence[str]) -> dict[str, list[str]]:
+    """The compare runs of an entry: the heuristics, each ordering run apart, the learned rows."""
+    parts = {"heuristics": heuristic_rows(entry, apart)}
+    for name in apart:
+        parts[f"heuristics-{name}"] = [f"{name}+{p}" for p in placements_of(entry)]
+    parts[entry.learned_part] = list(learned)
+    return parts
 
 
 def run_missing(entry: Entry, parts: dict[str, list[str]]) -> None:
@@ -131,12 +153,12 @@ def run_missing(entry: Entry, parts: dict[str, list[str]]) -> None:
             subprocess.run(entry.command(policies, part), check=True, stdout=subprocess.DEVNULL)
 
 
-def per_seed_rows(entry: Entry) -> list[list[dict[str, object]]]:
-    """Each seed's rows of both runs (a row is keyed by policy+placement; the first run's copy wins)."""
+def per_seed_rows(entry: Entry, parts: Sequence[str]) -> list[list[dict[str, object]]]:
+    """Each seed's rows of every run (a row is keyed by policy+placement; the first run's copy wins)."""
     out = []
     for seed in entry.seeds:
         rows: dict[str, dict[str, object]] = {}
-        for part in ("heuristics", entry.learned_part):
+        for part in parts:
             path = entry.folder / part / f"seed-{seed}" / "comparison.json"
             if path.exists():
                 for r in json.loads(path.read_text())["rows"]:
@@ -214,7 +236,7 @@ def learned_lines(gaps: Sequence[GapClosure], figures: dict[str, dict[str, SeedS
 
 
 def card(entry: Entry, commands: dict[str, list[str]]) -> list[str]:
-    per_seed = per_seed_rows(entry)
+    per_seed = per_seed_rows(entry, list(commands))
     out = [f"### {entry.title}", "", "```sh"]
     out += [shlex.join(entry.command(p, part)) for part, p in commands.items() if p]
     out += ["```", ""]
@@ -233,12 +255,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder of the compare runs")
     parser.add_argument("--run", action="store_true", help="run the commands whose results are missing")
     parser.add_argument("--only", default="", help="comma-separated scenarios: only these entries")
+    parser.add_argument(
+        "--apart",
+        default="",
+        help="comma-separated orderings run in a compare of their own (heuristics-NAME), "
+        "so one registered after the heuristics ran adds its rows without re-running the rest",
+    )
     args = parser.parse_args()
+    apart = [n for n in args.apart.split(",") if n]
     chosen = set(filter(None, args.only.split(",")))
     for entry in entries(args.family, args.out):
         if chosen and entry.run.scenario not in chosen:
             continue
-        commands = {"heuristics": heuristic_rows(entry), entry.learned_part: list(args.learned)}
+        commands = parts_of(entry, apart, args.learned)
         if args.run:
             run_missing(entry, commands)
         print("\n".join(card(entry, commands)), flush=True)

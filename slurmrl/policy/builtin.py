@@ -98,6 +98,13 @@ POLICIES: tuple[Entry, ...] = (
         cost=6.9,
     ),
     Entry(
+        "gittins-limit",
+        "slurmrl.policy.ordering.gittins:make_gittins_limit",
+        "highest Gittins index first, preemptive: run times over limits learned per limit class from ended jobs",
+        default_placement="consolidate",
+        cost=8.5,
+    ),
+    Entry(
         "tiresias",
         "slurmrl.policy.ordering.tiresias:make_tiresias",
         "2D-LAS on attained GPU-time, two queues, preemptive, starvation guard (Tiresias NSDI'19)",

@@ -273,6 +273,11 @@ class RunningIndex:
         self._changes: list[tuple[float, str]] = []  # (foreseen key change, id), soonest first
         self._change_of: dict[str, float] = {}
         self.unstarted = 0  # running jobs without a start time (their service never grows)
+        self._stale = False  # every key to compute afresh at the next sync
+
+    def invalidate(self) -> None:
+        """The scheduler's keys changed for every job (it learned): key all running jobs afresh at the next sync."""
+        self._stale = True
 
     def sync(self, view: ClusterView) -> None:
         """Follow ``view.running``: new and gone jobs, ended protections, keys about to change."""
@@ -286,6 +291,8 @@ class RunningIndex:
             for job_id, job in here.items():
                 if job_id not in jobs:
                     self._add(job, now)
+        if self._stale:
+            self._rekey(now)
         min_run, protected = self._sched.min_run, self._protected
         while protected and now - protected[0][0] >= min_run:
             self._expose(jobs[protected.pop(0)[1]], now)
@@ -338,6 +345,17 @@ class RunningIndex:
         else:
             bisect.insort(self._protected, (job.start_time, job.job_id))
         self._foresee(job.job_id, self._sched.key_changes_at(job, now))
+
+    def _rekey(self, now: float) -> None:
+        self._stale = False
+        exposed = list(self._key)
+        keys = self._sched.keys([self._jobs[i] for i in exposed], now)
+        self._key = dict(zip(exposed, keys, strict=True))
+        self._order = sorted((key, job_id) for job_id, key in self._key.items())
+        self._changes.clear()
+        self._change_of.clear()
+        for job_id, job in self._jobs.items():
+            self._foresee(job_id, self._sched.key_changes_at(job, now))
 
     def _foresee(self, job_id: str, at: float | None) -> None:
         if at is None or not math.isfinite(at):
