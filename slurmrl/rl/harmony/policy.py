@@ -46,7 +46,7 @@ DEFAULT_ORDERING = "qssf"
 ORDERINGS = ("fifo-backfill", "slurm", "qssf", "sjf-limit")  # deployable and non-preemptive: leads
 # Preemptive orderings a pointer may place for and train under (the daemon requeues with
 # preempt = "requeue"); meta-rl's training keeps to ORDERINGS.
-PREEMPTIVE_ORDERINGS = ("srtf-limit", "tiresias")
+PREEMPTIVE_ORDERINGS = ("srtf-limit", "tiresias", "gittins-limit")
 
 
 @dataclass(frozen=True)

@@ -109,18 +109,21 @@ def test_the_paired_return_is_the_heuristics_total_jct_less_the_agents() -> None
     assert ep.rewards[0] == 0.0  # nothing differs before the second job is placed
 
 
-def test_under_a_preemptive_ordering_a_zero_pointer_is_its_heuristic_and_preemptions_are_decisions() -> None:
-    """Led under srtf-limit, a zeroed pointer replays srtf-limit+type-aware: same JCT, zero paired rewards.
+@pytest.mark.parametrize("ordering", ["srtf-limit", "gittins-limit"])
+def test_under_a_preemptive_ordering_a_zero_pointer_is_its_heuristic_and_preemptions_are_decisions(
+    ordering: str,
+) -> None:
+    """Led under a preemptive ordering, a zeroed pointer replays it with type-aware: same JCT, zero paired rewards.
 
     A preempted job placed again when it restarts is a second decision of the episode.
     """
     from slurmrl.sim.experiment import run_policy
 
-    cfg = EnvConfig(episode_jobs=80, ordering="srtf-limit", fallback="type-aware", lead=True, reward="jct")
+    cfg = EnvConfig(episode_jobs=80, ordering=ordering, fallback="type-aware", lead=True, reward="jct")
     env = PlacementEnv(cfg, workloads=[small_workload(80, 2)])
     window = env.draw(np.random.default_rng(0))
     ep = env.run(window, _zero_chooser)
-    heuristic = run_policy(window, "srtf-limit", placement="type-aware", settings=env.settings)
+    heuristic = run_policy(window, ordering, placement="type-aware", settings=env.settings)
     assert ep.avg_jct == float(heuristic.summary["avg_jct"])
     assert np.array_equal(ep.rewards, np.zeros(len(ep.steps), dtype=np.float32))
     preempted = sum(r.preemptions for r in heuristic.records)
