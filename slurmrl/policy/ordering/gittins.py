@@ -62,7 +62,7 @@ HORIZON_SHARE = 0.1  # a horizon reaches at least this share of the samples stil
 REFRESH_PERIOD = 300.0  # re-learn at most this often, as Slurm recomputes priorities
 CLASS_CACHE = 1 << 16  # jobs whose limit class is kept at most (our choice)
 STALE_SHARE = 0.05  # a curve is recomputed once this share of its samples is new (our choice)
-# Fractions of the limit at which g is tabulated; between them it is interpolated.
+# Fractions of the limit at which g is tabulated; a job reads it at the point at or below its own.
 GRID = np.concatenate([[0.0], np.geomspace(1e-6, 64.0, 241)])
 _GRID = GRID.tolist()
 
@@ -262,6 +262,8 @@ class GittinsLimit(PreemptiveScheduler):
                 zip((j.job_id for j in missing), self.runs.keys(missing, view.now).tolist(), strict=True)
             )
         keys = [cache[j.job_id] for j in pending]
+        if len(cache) > 4 * len(pending) + 1024:  # jobs that left without ending (cancelled)
+            self._pending_keys = dict(zip((j.job_id for j in pending), keys, strict=True))
         submits = np.array([j.submit_time for j in pending])
         order = np.lexsort((np.arange(len(pending)), submits, np.array(keys))).tolist()
         return [pending[i] for i in order]
