@@ -30,8 +30,8 @@ of g is the index; smaller keys run first. g is read at the point of
 its run reaches the next point, a time known from its start: the pass keeps
 running jobs ranked between passes as for Tiresias
 (:class:`~slurmrl.policy.ordering.preemptive.RunningIndex`). A job that has
-run past every ended job of its class is keyed by what it has run (it is
-expected to run about as long again). Until a class has seen
+run past every ended job of its class is keyed by what it has run, read at
+the grid point below (it is expected to run about as long again). Until a class has seen
 :data:`MIN_SAMPLES` ended jobs the pooled fractions of every class serve,
 and until those have, a job is keyed by its asked GPU-time, as in
 ``sjf-limit``. Curves are recomputed at most every :data:`REFRESH_PERIOD`,
@@ -109,7 +109,8 @@ class RunTimes:
     """Ended jobs' run times over their limits, per limit class and pooled, and the curves learned from them.
 
     The curves are rows of one table (the last row the pooled one), so the
-    keys of every running job, needed each pass, are one interpolation.
+    keys of many jobs at once (every waiting job after a refresh) are one
+    array lookup.
     """
 
     def __init__(self) -> None:
