@@ -7,7 +7,8 @@ for ``MinJobAge`` seconds and a snapshot may miss them, so the daemon keeps
 what it saw running and reports a job as finished at the first snapshot that
 no longer lists it as running: its end is Slurm's ``EndTime`` where the
 snapshot still holds the job, else that snapshot's time (at most one cycle
-late). A job back in the queue (requeued) is not reported.
+late), with the runs of it the daemon's requeues stopped. A job back in the
+queue (requeued) is not reported.
 
 The history lives in memory, so a restarted daemon would decide on a cold
 one for hours (topdrl was trained with a warm one); so at start it reads
@@ -26,6 +27,16 @@ from slurmrl.policy.view import ClusterView, FinishedJob, JobView
 from slurmrl.slurm.backend import SlurmBackend
 from slurmrl.slurm.records import SlurmJob
 from slurmrl.slurm.snapshot import Snapshot, job_view
+
+
+def earlier_runs(job: JobView) -> float:
+    """Seconds the job ran before its last start: runs the daemon's requeues stopped.
+
+    Slurm keeps no sum of a requeued job's earlier runs; the daemon's record
+    does (``JobView.attained_service``, GPU-seconds), so the run time a
+    policy learns from counts every run, as the simulator's does.
+    """
+    return job.attained_service / job.gpus if job.gpus > 0 else 0.0
 
 
 def from_accounting(jobs: Sequence[SlurmJob], snapshot: Snapshot) -> list[FinishedJob]:
@@ -88,7 +99,9 @@ class FinishedTracker:
                 continue
             end = ends.get(jid) or snapshot.time
             start = job.start_time if job.start_time is not None else end
-            finished.append(FinishedJob(job, end_time=end, run_time=max(0.0, end - start)))
+            finished.append(
+                FinishedJob(job, end_time=end, run_time=max(0.0, end - start) + earlier_runs(job))
+            )
         self._running = now_running
         if self._earlier:  # read from accounting: a job seen ending since is there already
             read = {f.job.job_id for f in self._earlier}

@@ -224,8 +224,10 @@ class Daemon:
         if not self._history_read:
             self._history_read = True
             self._read_history(snapshot)
-        view = self.history.with_finished(build_view(snapshot, scoped, self.config.scope), snapshot)
-        return scale_view(as_preempted(view, self.record.preempted), self.config.time_scale)
+        # Requeued jobs shown as preempted first, so a job that ends after a requeue is
+        # reported with every run it had (history.earlier_runs), as in the simulator.
+        view = as_preempted(build_view(snapshot, scoped, self.config.scope), self.record.preempted)
+        return scale_view(self.history.with_finished(view, snapshot), self.config.time_scale)
 
     def _read_history(self, snapshot: Snapshot) -> None:
         """The last ``history_days`` of ended jobs, for the first view; said, audited and counted."""

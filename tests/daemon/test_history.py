@@ -49,6 +49,17 @@ def test_a_job_that_stopped_running_is_reported_once_with_its_run_time() -> None
     assert list(tracker.with_finished(_view(130.0, []), _snap(130.0)).finished) == []
 
 
+def test_a_job_requeued_before_counts_every_run_in_its_run_time() -> None:
+    """As in the simulator: the runs the daemon's requeues stopped (its record's GPU-seconds) count."""
+    tracker = FinishedTracker()
+    again = JobView("1", 2, submit_time=0.0, start_time=500.0, attained_service=2 * 300.0, preemptions=1)
+    tracker.with_finished(_view(600.0, [again]), _snap(600.0))
+    done = tracker.with_finished(
+        _view(700.0, []), _snap(700.0, SlurmJob("1", state="COMPLETED", end_time=650.0))
+    )
+    assert [(f.job.job_id, f.run_time) for f in done.finished] == [("1", 150.0 + 300.0)]
+
+
 def test_a_requeued_job_is_not_finished() -> None:
     tracker = FinishedTracker()
     tracker.with_finished(_view(30.0, [JobView("1", 2, submit_time=0.0, start_time=10.0)]), _snap(30.0))

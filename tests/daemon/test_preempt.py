@@ -107,6 +107,24 @@ def test_the_view_shows_a_requeued_job_as_the_simulator_shows_a_preempted_one(tm
     d.close()
 
 
+def test_a_requeued_job_that_ends_is_reported_with_every_run(tmp_path: Path) -> None:
+    """History-based policies learn the run time the simulator would report: earlier runs included."""
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake)
+    d.cycle()
+    victim = fake.writes("requeue")[0][1]
+    node = f"node0{victim.removeprefix('r')}"  # where it ran before (long_runs)
+    again = replace(running(victim, node, range(8), submit=NOW), start_time=NOW + 600, time_limit=100 * HOUR)
+    fake.now, fake.jobs[victim] = NOW + 900, again
+    snapshot, _ = d.read()
+    d.view(snapshot, d.scope(snapshot))  # seen running again
+    fake.now, fake.jobs[victim] = NOW + 1200, replace(again, state="COMPLETED", end_time=NOW + 1000)
+    snapshot, _ = d.read()
+    done = {f.job.job_id: f for f in d.view(snapshot, d.scope(snapshot)).finished}[victim]
+    assert done.run_time == pytest.approx(400.0 + 2 * HOUR)
+    d.close()
+
+
 def test_at_most_the_cap_per_cycle_and_the_rest_said(tmp_path: Path) -> None:
     shorts = [pending(f"p{i}", 8, NOW - 60 + i, time_limit=HOUR) for i in range(3)]
     fake = FakeSlurm([*long_runs(), *shorts], now=NOW)
