@@ -20,12 +20,9 @@ from slurmrl.policy.ordering.gittins import (
     investment_curve,
 )
 from slurmrl.policy.ordering.limits import asked_gpu_time
-from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
-from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
 from slurmrl.policy.view import ClusterView, FinishedJob, JobView
 from tests.policy.test_limit_baselines import view_of
-from tests.policy.test_speed_paths import _replay
 
 
 def g_at(curve: np.ndarray, x: float) -> float:
@@ -148,17 +145,3 @@ def test_a_running_jobs_key_holds_until_the_foreseen_step() -> None:
     assert 400.0 < step < math.inf
     assert runs.key(running, step - 1e-3) == runs.key(running, 400.0)
     assert runs.key(running, step + 1e-3) != runs.key(running, 400.0)
-
-
-def test_keeping_running_jobs_ranked_changes_no_replay() -> None:
-    """Victims from the index kept between passes (re-keyed whenever the curves change) equal ranking every running job."""
-
-    class PlainGittins(GittinsLimit):
-        key_changes_at = PreemptiveScheduler.key_changes_at  # type: ignore[assignment]
-
-    fast_policy = make_policy("gittins-limit", "consolidate")
-    assert fast_policy.index is not None and PlainGittins(Consolidate()).index is None  # type: ignore[attr-defined]
-    for speed_model in ("none", "placement"):
-        fast = _replay(make_policy("gittins-limit", "consolidate"), "2x4x8", speed_model)
-        assert fast == _replay(PlainGittins(Consolidate()), "2x4x8", speed_model)
-        assert any(p for *_, p in fast)  # the load makes it preempt

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,9 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy import make_placement, make_policy
 from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, _top_counts, limit_of
 from slurmrl.policy.ordering.fifo import FifoOrdering
+from slurmrl.policy.ordering.gittins import GittinsLimit
+from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
+from slurmrl.policy.ordering.tiresias import Tiresias
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
 from slurmrl.policy.view import ClusterView, JobView
@@ -143,27 +147,21 @@ def _replay(policy: object, cluster: str, speed_model: str) -> list[tuple[object
 
 
 def test_tiresias_skipping_doomed_jobs_changes_no_replay() -> None:
-    from slurmrl.policy.ordering.tiresias import Tiresias
-
     fast = _replay(make_policy("tiresias", "consolidate"), "2x4x8", "placement")
     plain = _replay(Tiresias(_PlainConsolidate()), "2x4x8", "placement")
     assert fast == plain
     assert any(p for *_, p in fast)  # the load makes it preempt
 
 
-def test_tiresias_keeping_running_jobs_ranked_changes_no_replay() -> None:
-    """Victims and wake-ups from the index kept between passes equal those of ranking every running job."""
-    from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
-    from slurmrl.policy.ordering.tiresias import Tiresias
-
-    class PlainTiresias(Tiresias):
-        key_changes_at = PreemptiveScheduler.key_changes_at  # type: ignore[assignment]
-
-    fast_policy = make_policy("tiresias", "consolidate")
-    assert fast_policy.index is not None and PlainTiresias(Consolidate()).index is None  # type: ignore[attr-defined]
+@pytest.mark.parametrize(("name", "base"), [("tiresias", Tiresias), ("gittins-limit", GittinsLimit)])
+def test_keeping_running_jobs_ranked_changes_no_replay(name: str, base: type[PreemptiveScheduler]) -> None:
+    """Victims and wake-ups from the index kept between passes (re-keyed whenever the scheduler
+    learns, as gittins-limit does) equal those of ranking every running job."""
+    plain = type(f"Plain{base.__name__}", (base,), {"key_changes_at": PreemptiveScheduler.key_changes_at})
+    assert make_policy(name, "consolidate").index is not None and plain(Consolidate()).index is None
     for speed_model in ("none", "placement"):
-        fast = _replay(make_policy("tiresias", "consolidate"), "2x4x8", speed_model)
-        assert fast == _replay(PlainTiresias(Consolidate()), "2x4x8", speed_model)
+        fast = _replay(make_policy(name, "consolidate"), "2x4x8", speed_model)
+        assert fast == _replay(plain(Consolidate()), "2x4x8", speed_model)
         assert any(p for *_, p in fast)  # the load makes it preempt
 
 
