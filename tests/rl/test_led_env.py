@@ -73,7 +73,7 @@ def _sampler(seed: int):
     return choose
 
 
-@pytest.mark.parametrize("lead", ["srtf-limit", "qssf", "tiresias"])
+@pytest.mark.parametrize("lead", ["srtf-limit", "qssf", "tiresias", "gittins-limit"])
 def test_the_lead_own_picks_earn_a_paired_return_of_zero(lead: str) -> None:
     total, info, steps = _play(_env(lead, makespan_weight=0.005), _greedy)
     assert steps > 0 and np.isfinite(info["avg_jct"])
@@ -101,14 +101,15 @@ def test_random_picks_do_worse_than_the_lead_on_a_queue() -> None:
     assert min(worse) < 0.0  # the lead's mean JCT beats random picks on this queue
 
 
-def test_zero_logit_heads_give_a_network_that_replays_its_lead_exactly() -> None:
+@pytest.mark.parametrize("lead", ["srtf-limit", "gittins-limit"])
+def test_zero_logit_heads_give_a_network_that_replays_its_lead_exactly(lead: str) -> None:
     """The trained architecture at its starting point is the heuristic, job by job."""
     torch.manual_seed(0)
     obs = ObsConfig(window=8, oldest=2)
     net = new_network(obs, hidden=16, conv=4)
     zero_logit_heads(net)
-    policy = TopDRLPolicy.from_net(net, obs, Topology(), lead="srtf-limit")
-    alone = run_policy(WORKLOAD, "srtf-limit", placement="topology")
+    policy = TopDRLPolicy.from_net(net, obs, Topology(), lead=lead)
+    alone = run_policy(WORKLOAD, lead, placement="topology")
     assert run_policy(WORKLOAD, policy).records == alone.records
 
 
