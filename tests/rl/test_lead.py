@@ -40,14 +40,15 @@ def contended():
 
 
 @pytest.mark.parametrize(
-    ("lead", "placement"), [("qssf", "topology"), ("tiresias", "topology"), ("sjf-limit", "consolidate")]
+    ("lead", "placement"),
+    [("qssf", "topology"), ("tiresias", "topology"), ("sjf-limit", "consolidate"), ("gittins-limit", "topology")],
 )
 def test_zero_output_reproduces_the_lead_heuristic_job_by_job(contended, lead: str, placement: str) -> None:
     alone = run_policy(contended, lead, placement=placement)
     led = run_policy(contended, zero_topdrl(lead, placement))
     assert led.records == alone.records  # every job: start, end, placement shape, preemptions
     assert led.summary["avg_jct"] == alone.summary["avg_jct"]
-    assert led.meta["preemptive"] == (lead == "tiresias")
+    assert led.meta["preemptive"] == (lead in ("tiresias", "gittins-limit"))
 
 
 def test_lead_prior_orders_proposals_then_stop_then_the_rest() -> None:

@@ -46,14 +46,15 @@ def test_cli_overrides_reach_the_config() -> None:
     assert cfg.learning_rate == MaifsConfig().learning_rate
 
 
-def test_a_led_run_keeps_the_lead_as_its_floor(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lead", ["sjf-limit", "gittins-limit"])
+def test_a_led_run_keeps_the_lead_as_its_floor(tmp_path: Path, lead: str) -> None:
     """Update 0 of a led run is the lead itself: the kept checkpoint is never worse on the yardstick, and zero updates replay the lead."""
     from slurmrl.rl.maifs.env import ElasticEnv
     from slurmrl.rl.maifs.trainer import yardstick
     from slurmrl.sim.experiment import run_policy
 
     cfg = MaifsConfig(
-        env=EnvConfig(episode_jobs=40, lead="sjf-limit"),
+        env=EnvConfig(episode_jobs=40, lead=lead),
         updates=2,
         episodes_per_update=1,
         hidden=16,
@@ -62,17 +63,17 @@ def test_a_led_run_keeps_the_lead_as_its_floor(tmp_path: Path) -> None:
     )
     train(cfg, tmp_path / "run", workloads=[small_workload(60)])
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["lead"] == "sjf-limit"
+    assert config["lead"] == lead
     env = ElasticEnv(cfg.env, workloads=[small_workload(60)])
     windows = yardstick(env, cfg.eval_jobs)
-    lead = [run_policy(w, "sjf-limit", placement=LEAD_PLACEMENT, settings=env.settings) for w in windows]
-    floor = sum(float(r.summary["avg_jct"]) for r in lead) / len(lead)  # type: ignore[arg-type]
+    alone_runs = [run_policy(w, lead, placement=LEAD_PLACEMENT, settings=env.settings) for w in windows]
+    floor = sum(float(r.summary["avg_jct"]) for r in alone_runs) / len(alone_runs)  # type: ignore[arg-type]
     assert config["training"]["yardstick_avg_jct"] <= round(floor, 1)
 
     train(replace(cfg, learning_rate=0.0), tmp_path / "zero", workloads=[small_workload(60)])
     policy = MaifsPolicy.from_dir(tmp_path / "zero")
     workload = small_workload(60)
-    alone = run_policy(workload, "sjf-limit", placement=LEAD_PLACEMENT, settings=env.settings)
+    alone = run_policy(workload, lead, placement=LEAD_PLACEMENT, settings=env.settings)
     assert run_policy(workload, policy, settings=env.settings).records == alone.records
 
 
