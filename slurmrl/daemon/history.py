@@ -14,14 +14,17 @@ The history lives in memory, so a restarted daemon would decide on a cold
 one for hours (topdrl was trained with a warm one); so at start it reads
 the last ``history_days`` of ended jobs back from accounting
 (:mod:`slurmrl.slurm.accounting`) and reports them with its first view,
-oldest first, as if it had seen them end.
+oldest first, as if it had seen them end; a job it had requeued with the
+runs its record kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from slurmrl.daemon.preempt import with_requeues
+from slurmrl.daemon.record import Preempted
 from slurmrl.errors import SlurmError
 from slurmrl.policy.view import ClusterView, FinishedJob, JobView
 from slurmrl.slurm.backend import SlurmBackend
@@ -39,16 +42,23 @@ def earlier_runs(job: JobView) -> float:
     return job.attained_service / job.gpus if job.gpus > 0 else 0.0
 
 
-def from_accounting(jobs: Sequence[SlurmJob], snapshot: Snapshot) -> list[FinishedJob]:
+def from_accounting(
+    jobs: Sequence[SlurmJob], snapshot: Snapshot, requeued: Mapping[str, Preempted] | None = None
+) -> list[FinishedJob]:
     """Ended jobs read from accounting as finished jobs, less any the snapshot still lists as
-    pending or running (requeued since, or read in the instant they ended)."""
+    pending or running (requeued since, or read in the instant they ended).
+
+    Accounting holds a requeued job's last run only; the record's entry of a job the daemon
+    requeued (``requeued``, kept ``history_days`` past its end) adds the runs it stopped."""
     live = {j.job_id for j in snapshot.jobs if j.is_pending or j.is_running}
+    requeued = requeued or {}
     out = []
     for job in jobs:
         if job.job_id in live or job.start_time is None or job.end_time is None:
             continue
-        view = job_view(job, job.job_id, start_time=job.start_time)
-        out.append(FinishedJob(view, end_time=job.end_time, run_time=max(0.0, job.end_time - job.start_time)))
+        view = with_requeues(job_view(job, job.job_id, start_time=job.start_time), requeued.get(job.job_id))
+        run_time = max(0.0, job.end_time - job.start_time) + earlier_runs(view)
+        out.append(FinishedJob(view, end_time=job.end_time, run_time=run_time))
     return out
 
 
@@ -61,9 +71,12 @@ class Earlier:
     unreadable: int = 0  # accounting records left out as unreadable
 
 
-def read_earlier(backend: SlurmBackend, days: float, snapshot: Snapshot) -> Earlier:
-    """The last ``days`` of ended jobs from accounting; never raises: a daemon that cannot
-    read its history still schedules, on a cold one."""
+def read_earlier(
+    backend: SlurmBackend, days: float, snapshot: Snapshot, requeued: Mapping[str, Preempted] | None = None
+) -> Earlier:
+    """The last ``days`` of ended jobs from accounting, with the runs of the jobs in ``requeued``
+    its requeues stopped; never raises: a daemon that cannot read its history still schedules,
+    on a cold one."""
     if days <= 0:
         return Earlier(problem="history_days is 0")
     reader = getattr(backend, "finished_jobs", None)
@@ -75,7 +88,7 @@ def read_earlier(backend: SlurmBackend, days: float, snapshot: Snapshot) -> Earl
         return Earlier(problem=f"accounting unreadable: {exc.format()}")
     if not read.gpus_tracked:
         return Earlier(problem="accounting keeps no GPU counts (add gres/gpu to AccountingStorageTRES)")
-    return Earlier(tuple(from_accounting(read.jobs, snapshot)), unreadable=read.unreadable)
+    return Earlier(tuple(from_accounting(read.jobs, snapshot, requeued)), unreadable=read.unreadable)
 
 
 class FinishedTracker:

@@ -231,7 +231,7 @@ class Daemon:
 
     def _read_history(self, snapshot: Snapshot) -> None:
         """The last ``history_days`` of ended jobs, for the first view; said, audited and counted."""
-        earlier = read_earlier(self.backend, self.config.history_days, snapshot)
+        earlier = read_earlier(self.backend, self.config.history_days, snapshot, self.record.preempted)
         self.history.seed(earlier.jobs)
         self.metrics.history_jobs.set(len(earlier.jobs))
         if earlier.problem:
@@ -265,9 +265,10 @@ class Daemon:
     def _reconcile(self, snapshot: Snapshot, factors: Mapping[str, PriorityFactors]) -> None:
         jobs = {j.job_id: j for j in snapshot.jobs}
         lines = settle_unsure(self.record, jobs, factors)
-        count = len(self.record.preempted)
-        lines += settle_preemptions(self.record.preempted, jobs)
-        changed = bool(lines) or len(self.record.preempted) != count
+        before = dict(self.record.preempted)
+        keep_s = self.config.history_days * 86_400.0
+        lines += settle_preemptions(self.record.preempted, jobs, now=snapshot.time, keep_s=keep_s)
+        changed = bool(lines) or self.record.preempted != before
         if not self._adopted:  # once per start: a note left by a run whose record is lost
             lines += adopt_notes(self.record, scoped_pending(snapshot, self.config.scope), self.clock())
             self._adopted = True

@@ -127,15 +127,23 @@ def requeue_jobs(
     return out
 
 
-def settle_preemptions(ledger: MutableMapping[str, Preempted], jobs: Mapping[str, SlurmJob]) -> list[str]:
-    """Forget the entries of jobs that ended; settle each requeue whose answer was lost.
+def settle_preemptions(
+    ledger: MutableMapping[str, Preempted], jobs: Mapping[str, SlurmJob], *, now: float, keep_s: float
+) -> list[str]:
+    """Settle each requeue whose answer was lost; mark the entries of jobs that ended, and
+    forget them ``keep_s`` later (a restart reads the ended jobs' earlier runs from them:
+    :func:`slurmrl.daemon.history.from_accounting`).
 
     Returns a line per settled requeue, for the log and the audit."""
     lines: list[str] = []
     for jid, entry in list(ledger.items()):
+        if entry.ended is not None:
+            if now - entry.ended > keep_s:
+                del ledger[jid]
+            continue
         job = jobs.get(jid)
         if job is None or job.state in ENDED_STATES:  # squeue --all lists ended jobs until MinJobAge
-            del ledger[jid]
+            _ended(ledger, jid, job, now, keep_s)
             continue
         if entry.stopping is None:
             continue
@@ -152,12 +160,32 @@ def settle_preemptions(ledger: MutableMapping[str, Preempted], jobs: Mapping[str
     return lines
 
 
-def _as_preempted(job: JobView, entry: Preempted | None) -> JobView:
+def _ended(
+    ledger: MutableMapping[str, Preempted], jid: str, job: SlurmJob | None, now: float, keep_s: float
+) -> None:
+    """A requeued job that ended: its entry kept, marked, while ``keep_s`` allows (an intent
+    still in flight is dropped: the job ended on the run it would have stopped)."""
+    entry = ledger[jid].undone()
+    if entry is None or keep_s <= 0:
+        del ledger[jid]
+        return
+    end = job.end_time if job is not None and job.end_time is not None else now
+    ledger[jid] = replace(entry, ended=end)
+
+
+def with_requeues(job: JobView, entry: Preempted | None) -> JobView:
+    """``job`` as the simulator shows one preempted ``entry.count`` times: first submit time,
+    GPU-seconds of the stopped runs (unchanged without an entry)."""
     if entry is None or entry.count == 0:
         return job
     return replace(
         job, submit_time=entry.submit_time, attained_service=entry.service, preemptions=entry.count
     )
+
+
+def _live(entry: Preempted | None) -> Preempted | None:
+    """An entry of a job not yet ended (an ended one's id is no job in the queue)."""
+    return entry if entry is not None and entry.ended is None else None
 
 
 def as_preempted(view: ClusterView, ledger: Mapping[str, Preempted]) -> ClusterView:
@@ -166,6 +194,6 @@ def as_preempted(view: ClusterView, ledger: Mapping[str, Preempted]) -> ClusterV
         return view
     return replace(
         view,
-        pending=[_as_preempted(j, ledger.get(j.job_id)) for j in view.pending],
-        running=[_as_preempted(j, ledger.get(j.job_id)) for j in view.running],
+        pending=[with_requeues(j, _live(ledger.get(j.job_id))) for j in view.pending],
+        running=[with_requeues(j, _live(ledger.get(j.job_id))) for j in view.running],
     )

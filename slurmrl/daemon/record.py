@@ -122,12 +122,19 @@ class Preempted:
     stopping: float | None = None
     restarts: int = 0
     stopping_service: float = 0.0
+    # When the job was seen ended (None: not yet). Accounting keeps only a job's last run,
+    # so the entry outlives it by ``history_days`` for a restart to read its runs back.
+    ended: float | None = None
 
     @staticmethod
     def stopping_now(job: SlurmJob, earlier: Preempted | None, now: float) -> Preempted:
         """The intent to requeue the running ``job``, kept over what earlier requeues left."""
         start = job.start_time if job.start_time is not None else now
-        base = earlier or Preempted(job.job_id, job.submit_time)
+        base = (
+            earlier
+            if earlier is not None and earlier.ended is None
+            else Preempted(job.job_id, job.submit_time)
+        )
         return replace(
             base,
             stopping=start,
@@ -160,7 +167,7 @@ class Preempted:
         if (
             not isinstance(entry.job_id, str)
             or not all(_number(x) for x in numbers)
-            or not (entry.stopping is None or _number(entry.stopping))
+            or not all(x is None or _number(x) for x in (entry.stopping, entry.ended))
             or not all(
                 isinstance(n, int) and not isinstance(n, bool) and n >= 0
                 for n in (entry.count, entry.restarts)
@@ -179,7 +186,7 @@ _PREEMPTED_FIELDS = tuple(Preempted.__dataclass_fields__)
 
 class Record:
     """Job id -> :class:`Touched`, plus the cycle counter and the jobs the daemon requeued
-    (:class:`Preempted`, kept until they end); saved as one JSON file."""
+    (:class:`Preempted`, kept until ``history_days`` after they end); saved as one JSON file."""
 
     def __init__(
         self,

@@ -64,7 +64,7 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
         errors=tuple(errors[-5:]),
         reverts=reverts,
         history=history,
-        requeued=len(record.preempted),
+        requeued=sum(1 for e in record.preempted.values() if e.ended is None),
         requeues=requeues,
     )
 

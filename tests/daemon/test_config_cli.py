@@ -218,7 +218,9 @@ def test_status_counts_requeues_and_shows_a_refused_one(tmp_path: Path) -> None:
         },
     ]
     (tmp_path / "audit.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    Record(preempted={"5": Preempted("5", 1.0, 80.0, 1)}).save(tmp_path / "state.json")
+    ended = Preempted("6", 1.0, 40.0, 1, ended=2.0)  # kept for the history, no longer listed
+    Record(preempted={"5": Preempted("5", 1.0, 80.0, 1), "6": ended}).save(tmp_path / "state.json")
+    assert Record.load(tmp_path / "state.json").preempted["6"] == ended
     cfg = tmp_path / "d.toml"
     cfg.write_text('state_file = "state.json"\naudit_log = "audit.jsonl"\n')
     res = CliRunner().invoke(main, ["status", "--config", str(cfg)])

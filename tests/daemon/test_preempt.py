@@ -21,6 +21,7 @@ from slurmrl.daemon.preempt import (
     settle_preemptions,
 )
 from slurmrl.daemon.record import Preempted, Record
+from slurmrl.daemon.scope import build_view
 from slurmrl.errors import ConfigError, PolicyError
 from slurmrl.slurm.run import CommandFailed, ControllerUnreachable
 
@@ -28,6 +29,7 @@ FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slu
 
 NOW = 1_700_000_000.0
 HOUR = 3600.0
+DAY = 24 * HOUR
 
 
 def long_runs() -> list:
@@ -125,6 +127,24 @@ def test_a_requeued_job_that_ends_is_reported_with_every_run(tmp_path: Path) -> 
     d.close()
 
 
+def test_a_restarted_daemon_reads_back_a_requeued_job_that_ended_with_every_run(tmp_path: Path) -> None:
+    """The job ran again and ended while no daemon ran; accounting holds its last run only."""
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake)
+    d.cycle()
+    victim = fake.writes("requeue")[0][1]
+    d.close()
+    last = replace(fake.jobs.pop(victim), state="COMPLETED", start_time=NOW + 600, end_time=NOW + 1000)
+    fake.ended, fake.now = [last], NOW + 1200
+    again = make(tmp_path, fake)
+    snapshot, _ = again.read()
+    done = {f.job.job_id: f for f in again.view(snapshot, again.scope(snapshot)).finished}[victim]
+    assert done.run_time == pytest.approx(400.0 + 2 * HOUR)
+    assert done.job.submit_time == NOW - 2 * HOUR - 1  # as first submitted
+    assert again.record.preempted[victim].ended == NOW + 1200  # purged from the queue: kept
+    again.close()
+
+
 def test_at_most_the_cap_per_cycle_and_the_rest_said(tmp_path: Path) -> None:
     shorts = [pending(f"p{i}", 8, NOW - 60 + i, time_limit=HOUR) for i in range(3)]
     fake = FakeSlurm([*long_runs(), *shorts], now=NOW)
@@ -204,28 +224,48 @@ def test_an_unanswered_requeue_stays_in_flight_until_a_read_settles_it() -> None
     assert [(r.job_id, r.settled) for r in out] == [("r1", False)]  # r2 not tried
     assert ledger["r1"].stopping == NOW - 2 * HOUR and ledger["r1"].count == 0
     jobs = dict(fake.jobs)
-    assert settle_preemptions(ledger, jobs) == [
+    assert settle_preemptions(ledger, jobs, now=NOW, keep_s=DAY) == [
         f"job r1: requeue not done (still on the run started at {NOW - 2 * HOUR:.0f})"
     ]
     assert "r1" not in ledger  # nothing was ever stopped
     ledger["r1"] = Preempted.stopping_now(fake.jobs["r1"], None, NOW)
     fake.requeue("r1")  # it did reach slurmctld
-    lines = settle_preemptions(ledger, dict(fake.jobs))
+    lines = settle_preemptions(ledger, dict(fake.jobs), now=NOW, keep_s=DAY)
     assert lines == ["job r1: requeue confirmed (restart count 1)"]
     assert ledger["r1"].count == 1 and ledger["r1"].service == pytest.approx(8 * 2 * HOUR)
 
 
-def test_entries_of_ended_jobs_are_forgotten() -> None:
+def test_entries_of_ended_jobs_are_kept_marked_for_the_history_then_forgotten() -> None:
+    """Accounting keeps a requeued job's last run only: its entry outlives it by ``keep_s``."""
     fake = FakeSlurm(long_runs(), now=NOW)
     ledger = {
         "r1": Preempted("r1", 5.0, 100.0, 1),
         "r2": Preempted("r2", 6.0, 50.0, 1),
-        "x": Preempted("x", 1.0),
+        "x": Preempted("x", 1.0, 80.0, 2),  # purged from the queue: ended at the read
+        "y": Preempted("y", 1.0),  # never stopped: nothing to keep
     }
     jobs = dict(fake.jobs)
-    jobs["r2"] = replace(jobs["r2"], state="COMPLETED")
-    assert settle_preemptions(ledger, jobs) == []
+    jobs["r2"] = replace(jobs["r2"], state="COMPLETED", end_time=NOW - 60.0)
+    assert settle_preemptions(ledger, jobs, now=NOW, keep_s=DAY) == []
+    assert {k: e.ended for k, e in ledger.items()} == {"r1": None, "r2": NOW - 60.0, "x": NOW}
+    assert ledger["r2"].service == 50.0 and ledger["r2"].count == 1
+    settle_preemptions(ledger, jobs, now=NOW + DAY - 30.0, keep_s=DAY)
+    assert set(ledger) == {"r1", "x"}
+    settle_preemptions(ledger, jobs, now=NOW + DAY + 1.0, keep_s=DAY)
     assert set(ledger) == {"r1"}
+    ledger["r2"] = Preempted("r2", 6.0, 50.0, 1)
+    settle_preemptions(ledger, jobs, now=NOW, keep_s=0.0)  # history_days = 0: nothing to read back
+    assert set(ledger) == {"r1"}
+
+
+def test_an_ended_entry_is_no_job_in_the_view_and_no_base_for_a_new_requeue() -> None:
+    fake = FakeSlurm(long_runs(), now=NOW)
+    old = Preempted("r1", 5.0, 100.0, 1, ended=NOW - HOUR)  # a job id Slurm gave again
+    view = build_view(fake.snapshot(), {}, ScopeConfig())
+    shown = as_preempted(view, {"r1": old})
+    assert "r1" in {j.job_id for j in view.running} and shown.running == view.running
+    fresh = Preempted.stopping_now(fake.jobs["r1"], old, NOW)
+    assert (fresh.count, fresh.service, fresh.ended) == (0, 0.0, None)
 
 
 def test_a_restart_keeps_what_earlier_requeues_added_up(tmp_path: Path) -> None:
@@ -316,7 +356,7 @@ def test_whatever_slurm_answers_the_record_counts_each_requeue_that_happened_onc
         requeue_jobs(fake, [fake.jobs[jid]], ledger, fake.now, lambda: None)
         fake.requeue = taken  # type: ignore[method-assign]
         happened[jid] += outcome in ("ok", "lost")
-        settle_preemptions(ledger, dict(fake.jobs))  # the next cycle's read
+        settle_preemptions(ledger, dict(fake.jobs), now=fake.now, keep_s=DAY)  # the next cycle's read
         after = ledger.get(jid)
         assert (after.count if after else 0) == happened[jid]
         assert after is None or after.stopping is None
