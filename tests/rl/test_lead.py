@@ -41,7 +41,12 @@ def contended():
 
 @pytest.mark.parametrize(
     ("lead", "placement"),
-    [("qssf", "topology"), ("tiresias", "topology"), ("sjf-limit", "consolidate"), ("gittins-limit", "topology")],
+    [
+        ("qssf", "topology"),
+        ("tiresias", "topology"),
+        ("sjf-limit", "consolidate"),
+        ("gittins-limit", "topology"),
+    ],
 )
 def test_zero_output_reproduces_the_lead_heuristic_job_by_job(contended, lead: str, placement: str) -> None:
     alone = run_policy(contended, lead, placement=placement)
