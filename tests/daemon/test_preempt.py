@@ -77,6 +77,14 @@ def test_config_checks_the_preempt_keys() -> None:
     assert parse_config({"preempt": "requeue"}).max_preemptions_per_cycle == 4
 
 
+def requeued_one(tmp_path: Path) -> tuple[FakeSlurm, Daemon, str]:
+    """A short job behind four long runs: the daemon's first cycle requeues one of them."""
+    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
+    d = make(tmp_path, fake)
+    d.cycle()
+    return fake, d, fake.writes("requeue")[0][1]
+
+
 def test_a_short_job_behind_long_ones_gets_a_requeue_and_the_freed_node(tmp_path: Path) -> None:
     fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
     d = make(tmp_path, fake)
@@ -94,10 +102,7 @@ def test_a_short_job_behind_long_ones_gets_a_requeue_and_the_freed_node(tmp_path
 
 
 def test_the_view_shows_a_requeued_job_as_the_simulator_shows_a_preempted_one(tmp_path: Path) -> None:
-    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
-    d = make(tmp_path, fake)
-    d.cycle()
-    victim = fake.writes("requeue")[0][1]
+    fake, d, victim = requeued_one(tmp_path)
     assert fake.jobs[victim].submit_time == NOW  # Slurm's own field is reset
     fake.now = NOW + 180  # past the begin time Slurm gives a requeued job
     fake.jobs[victim] = replace(fake.jobs[victim], reason="Priority")
@@ -111,10 +116,7 @@ def test_the_view_shows_a_requeued_job_as_the_simulator_shows_a_preempted_one(tm
 
 def test_a_requeued_job_that_ends_is_reported_with_every_run(tmp_path: Path) -> None:
     """History-based policies learn the run time the simulator would report: earlier runs included."""
-    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
-    d = make(tmp_path, fake)
-    d.cycle()
-    victim = fake.writes("requeue")[0][1]
+    fake, d, victim = requeued_one(tmp_path)
     node = f"node0{victim.removeprefix('r')}"  # where it ran before (long_runs)
     again = replace(running(victim, node, range(8), submit=NOW), start_time=NOW + 600, time_limit=100 * HOUR)
     fake.now, fake.jobs[victim] = NOW + 900, again
@@ -129,10 +131,7 @@ def test_a_requeued_job_that_ends_is_reported_with_every_run(tmp_path: Path) -> 
 
 def test_a_restarted_daemon_reads_back_a_requeued_job_that_ended_with_every_run(tmp_path: Path) -> None:
     """The job ran again and ended while no daemon ran; accounting holds its last run only."""
-    fake = FakeSlurm([*long_runs(), pending("p", 8, NOW - 60, time_limit=HOUR)], now=NOW)
-    d = make(tmp_path, fake)
-    d.cycle()
-    victim = fake.writes("requeue")[0][1]
+    fake, d, victim = requeued_one(tmp_path)
     d.close()
     last = replace(fake.jobs.pop(victim), state="COMPLETED", start_time=NOW + 600, end_time=NOW + 1000)
     fake.ended, fake.now = [last], NOW + 1200
