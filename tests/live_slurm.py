@@ -115,6 +115,15 @@ def node_gpus() -> dict[str, int]:
     return dict(sorted(gpus.items()))
 
 
+def gpus_used(node: str) -> int:
+    """GPUs slurmctld counts allocated on ``node`` (``AllocTRES`` of ``scontrol show node``): a
+    job shown ended may still hold them for a moment while its node completes it."""
+    out = slurm("scontrol", "show", "node", node)
+    assert out.returncode == 0, out.stderr
+    used = re.search(r"AllocTRES=\S*gres/gpu=(\d+)", out.stdout)
+    return int(used.group(1)) if used else 0
+
+
 def every_node(**overrides: list[int]) -> dict[str, list[int]]:
     """A filler layout holding every GPU of every node, except the nodes named here.
 

@@ -175,6 +175,12 @@ class Recorded:
 def resize(tmp_path: Path, job: str, nodes: tuple[str, ...], per_node: int) -> Recorded:
     """One daemon cycle that starts ``job`` (held, shown to the daemon as waiting) on ``per_node``
     free GPUs of each of ``nodes``; the backend that sent it."""
+    total = live_slurm.node_gpus()  # an earlier test's fillers may still be releasing them
+    live_slurm.wait_for(
+        lambda: all(total[n] - live_slurm.gpus_used(n) >= per_node for n in nodes),
+        60,
+        f"{per_node} free GPUs on each of {', '.join(nodes)}",
+    )
     cfg = make_config(tmp_path)
     backend = Recorded(make_backend(cfg))
     policy = live_slurm.StartOnFree({job: nodes}, per_node)
