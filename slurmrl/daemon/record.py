@@ -177,6 +177,16 @@ class Preempted:
         return entry
 
 
+def _line(cache: dict[str, tuple[Any, str]], job_id: str, entry: Touched | Preempted) -> str:
+    """``"job_id": {entry}``, from ``cache`` while the entry object is the one encoded there."""
+    cached = cache.get(job_id)
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    line = f" {json.dumps(job_id)}: {json.dumps(entry.to_json())}"
+    cache[job_id] = (entry, line)
+    return line
+
+
 def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
@@ -199,6 +209,7 @@ class Record:
         self.preempted: dict[str, Preempted] = dict(preempted or {})
         # Job id -> (entry, its JSON): entries are frozen, so a save encodes only the new ones.
         self._encoded: dict[str, tuple[Touched, str]] = {}
+        self._encoded_preempted: dict[str, tuple[Preempted, str]] = {}
 
     def get(self, job_id: str) -> Touched | None:
         return self.jobs.get(job_id)
@@ -228,8 +239,8 @@ class Record:
     def to_text(self) -> str:
         """The record as JSON, one job a line. The daemon saves it before every update, so
         each entry is encoded once (entries are frozen) and a save of a 10,000-job record
-        mostly joins lines already made."""
-        lines = [self._line(job_id, entry) for job_id, entry in sorted(self.jobs.items())]
+        mostly joins lines already made; so are the requeued jobs' entries, kept for days."""
+        lines = [_line(self._encoded, k, e) for k, e in sorted(self.jobs.items())]
         self._encoded = {k: v for k, v in self._encoded.items() if k in self.jobs}
         head = f'{{"format": {FORMAT}, "cycle": {int(self.cycle)}, {self._preempted_text()}"jobs": {{'
         return f"{head}\n" + ",\n".join(lines) + "\n}}\n" if lines else f"{head}}}}}\n"
@@ -237,17 +248,11 @@ class Record:
     def _preempted_text(self) -> str:
         """The requeued jobs' entries, when there are any (a record without them reads as before)."""
         if not self.preempted:
+            self._encoded_preempted = {}
             return ""
-        entries = {k: v.to_json() for k, v in sorted(self.preempted.items())}
-        return f'"preempted": {json.dumps(entries)}, '
-
-    def _line(self, job_id: str, entry: Touched) -> str:
-        cached = self._encoded.get(job_id)
-        if cached is not None and cached[0] is entry:
-            return cached[1]
-        line = f" {json.dumps(job_id)}: {json.dumps(entry.to_json())}"
-        self._encoded[job_id] = (entry, line)
-        return line
+        lines = [_line(self._encoded_preempted, k, e) for k, e in sorted(self.preempted.items())]
+        self._encoded_preempted = {k: v for k, v in self._encoded_preempted.items() if k in self.preempted}
+        return '"preempted": {' + ",".join(lines) + "}, "
 
     def save(self, path: str | Path) -> None:
         target = Path(path)
