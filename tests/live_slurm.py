@@ -197,13 +197,16 @@ def still_queued(ids: set[str]) -> bool:
     return out.returncode != 0 or bool(ids & set(out.stdout.split()))
 
 
-def start_daemon(cfg_path: Path) -> subprocess.Popen:
-    """``slurmrl daemon --config cfg_path`` in a child process, its output on one pipe."""
+def start_daemon(cfg_path: Path, path_first: Path | None = None) -> subprocess.Popen:
+    """``slurmrl daemon --config cfg_path`` in a child process, its output on one pipe
+    (``path_first``: a folder searched first for the Slurm commands, as a stand-in's)."""
+    env = None if path_first is None else {**os.environ, "PATH": f"{path_first}:{os.environ['PATH']}"}
     return subprocess.Popen(
         [*CLI, "daemon", "--config", str(cfg_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env=env,
     )
 
 

@@ -91,6 +91,20 @@ class CallStats:
 
 STATS = CallStats()
 _LOCK = threading.Lock()
+# Descriptors every command inherits: the daemon's state lock (daemon/lock.py) is held by
+# each scontrol it started, so a daemon killed mid-call leaves the lock held until that
+# command has ended and nothing can read Slurm back before its update has landed.
+_INHERITED: set[int] = set()
+
+
+def hold_in_commands(fd: int) -> None:
+    """Let every command started from now on inherit ``fd`` (and so keep its flock held)."""
+    _INHERITED.add(fd)
+
+
+def release_in_commands(fd: int) -> None:
+    _INHERITED.discard(fd)
+
 
 # (error class, lower-case stderr fragments), checked in order: the first
 # match wins, so the more specific causes come first. The fragments are the
@@ -162,6 +176,7 @@ def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | No
             env=full_env,
             check=False,
             errors="replace",
+            pass_fds=tuple(sorted(_INHERITED)),
         )
     except FileNotFoundError:
         _count(time.monotonic() - start, failed=True, argv=argv)
