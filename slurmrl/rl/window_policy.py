@@ -58,6 +58,9 @@ class WindowPolicy(Led):
     """Starts window jobs, one pick at a time, until nothing fits; subclasses give the logits."""
 
     deployable = True
+    # Whether the scores read the observation (and so the running jobs and users' history it is
+    # built from); a subclass that scores by position alone sets False and skips building it.
+    reads_features = True
 
     def __init__(
         self,
@@ -99,8 +102,10 @@ class WindowPolicy(Led):
 
     def decide(self, view: ClusterView) -> Decisions:
         feat = self._featurizer(view)
-        feat.absorb(view.finished)
-        feat.sync_running(view.running)
+        tracks = self.reads_features or self.lead is not None
+        if tracks:
+            feat.absorb(view.finished)
+            feat.sync_running(view.running)
         if self.lead is not None:
             return self._decide_led(view, feat, self.lead)
         k = self.obs_config.window
@@ -116,26 +121,36 @@ class WindowPolicy(Led):
             placed = feat.place_window(view, pool, window)
             if all(p is None for p in placed):
                 break  # nothing fits: no observation needed
-            obs = feat.observe(
-                view, pool, window, started=len(started), allow_wait=self.allow_wait, placed=placed
-            )
-            logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
-            best = pick(logits)
-            ranked = np.argsort(-logits[: len(window)], kind="stable")
-            ranked_window = [window[i] for i in ranked.tolist()]
+            best, ranked_window = self._choose(feat, view, pool, window, placed, len(started))
             if best >= k or best >= len(window):
                 break  # the policy chose to wait
-            job, placement = window[best], obs.placements[best]
+            job, placement = window[best], placed[best]
             if placement is None:  # cannot happen: masked logits keep infeasible picks out
                 break
             pool.allocate(placement)
             confirm_start(self.placement, job, placement, view)
-            feat.hold(job, placement, view.now)
+            if tracks:
+                feat.hold(job, placement, view.now)
             started.append(job)
             starts.append(Start(job.job_id, placement))
             skip.add(job.job_id)
         order = JobIds(_order(started, ranked_window, view.pending))
         return Decisions(order=order, starts=tuple(starts))
+
+    def _choose(
+        self,
+        feat: Featurizer,
+        view: ClusterView,
+        pool: GpuPool,
+        window: list[JobView],
+        placed: list[Placement | None],
+        started: int,
+    ) -> tuple[int, list[JobView]]:
+        """The pick (``>= len(window)``: wait) and the window ranked by score, from the observation."""
+        obs = feat.observe(view, pool, window, started=started, allow_wait=self.allow_wait, placed=placed)
+        logits = self._logits(obs.jobs, obs.cluster, obs.globals, obs.mask)
+        ranked = np.argsort(-logits[: len(window)], kind="stable")
+        return pick(logits), [window[i] for i in ranked.tolist()]
 
     def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
         """Picks over the lead heuristic's proposals (see the module docstring)."""
@@ -237,9 +252,27 @@ def _order(started: list[JobView], ranked: list[JobView], pending: Iterable[JobV
 class FirstInWindow(WindowPolicy):
     """Always the first window job that fits: TopDRL's window and placement without the network."""
 
+    reads_features = False
+
     def _logits(self, jobs: np.ndarray, grid: np.ndarray, glob: np.ndarray, mask: np.ndarray) -> np.ndarray:
         # Decreasing by row, so the first feasible row wins; wait only when nothing fits.
         return np.where(mask, -np.arange(len(mask), dtype=np.float32), np.float32(MASKED))
+
+    def _choose(
+        self,
+        feat: Featurizer,
+        view: ClusterView,
+        pool: GpuPool,
+        window: list[JobView],
+        placed: list[Placement | None],
+        started: int,
+    ) -> tuple[int, list[JobView]]:
+        """What :meth:`_logits` picks and ranks, read off the placements: the feasible rows in
+        window order, then the others (a wait is never picked while something fits)."""
+        fits = [i for i, p in enumerate(placed) if p is not None]
+        return fits[0], [window[i] for i in fits] + [
+            j for j, p in zip(window, placed, strict=True) if p is None
+        ]
 
 
 def make_topdrl_first(placement: PlacementPolicy) -> FirstInWindow:

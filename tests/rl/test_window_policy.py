@@ -10,7 +10,7 @@ from slurmrl.rl.env import trace_workload
 from slurmrl.rl.features import JOB_BASE_FEATURES, Featurizer, ObsConfig
 from slurmrl.rl.lead import lead_policy, led_decisions, propose
 from slurmrl.rl.topdrl import PLACEMENT, read_checkpoint_config, shipped_policy_dir
-from slurmrl.rl.window_policy import FirstInWindow, led_step
+from slurmrl.rl.window_policy import FirstInWindow, WindowPolicy, led_step
 from slurmrl.sim.simulator import Simulator
 from slurmrl.traces.schema import Trace, TraceJob
 
@@ -57,6 +57,24 @@ def test_each_start_is_the_first_window_job_that_fits() -> None:
         assert all(Topology().place(j, pool, view) is None for j in rest)
         sim.apply(decisions)
     assert checked == len(wl.trace.jobs)
+
+
+class ScoredFirst(FirstInWindow):
+    """The same logits, scored on the full observation as a network's are."""
+
+    reads_features = True
+    _choose = WindowPolicy._choose
+
+
+def test_picking_by_position_decides_as_scoring_the_observation() -> None:
+    wl = trace_workload(_trace(160), "1x2x8:v100")
+    obs = ObsConfig(window=8, oldest=2)
+    fast, scored = FirstInWindow(obs, Topology()), ScoredFirst(obs, Topology())
+    sim = Simulator(wl.trace, wl.cluster)
+    while (view := sim.next_view()) is not None:
+        decisions = fast.decide(view)
+        assert decisions == scored.decide(view)  # starts, placements and the whole order
+        sim.apply(decisions)
 
 
 def test_rank_columns_spread_the_window_over_zero_to_one() -> None:
