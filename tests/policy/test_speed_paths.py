@@ -20,6 +20,7 @@ from slurmrl.policy import make_placement, make_policy
 from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, _top_counts, limit_of
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.gittins import GittinsLimit
+from slurmrl.policy.ordering.oracle import SrtfOracle
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
 from slurmrl.policy.ordering.tiresias import Tiresias
 from slurmrl.policy.placement.consolidate import Consolidate
@@ -153,11 +154,32 @@ def test_tiresias_skipping_doomed_jobs_changes_no_replay() -> None:
     assert any(p for *_, p in fast)  # the load makes it preempt
 
 
-@pytest.mark.parametrize(("name", "base"), [("tiresias", Tiresias), ("gittins-limit", GittinsLimit)])
+class _RemainingKeyed(SrtfOracle):
+    """SRTF as defined: every running job keyed by its remaining time at each pass."""
+
+    key_changes_at = PreemptiveScheduler.key_changes_at
+
+    def key(self, job: JobView, now: float) -> tuple[float, float, str]:  # type: ignore[override]
+        return (self.remaining(job, now), job.submit_time, job.job_id)
+
+    def keys(self, jobs: list[JobView], now: float) -> list[tuple[float, float, str]]:  # type: ignore[override]
+        return [self.key(j, now) for j in jobs]
+
+
+def _plain(base: type[PreemptiveScheduler]) -> type[PreemptiveScheduler]:
+    if base is SrtfOracle:
+        return _RemainingKeyed
+    return type(f"Plain{base.__name__}", (base,), {"key_changes_at": PreemptiveScheduler.key_changes_at})
+
+
+@pytest.mark.parametrize(
+    ("name", "base"), [("tiresias", Tiresias), ("gittins-limit", GittinsLimit), ("srtf-oracle", SrtfOracle)]
+)
 def test_keeping_running_jobs_ranked_changes_no_replay(name: str, base: type[PreemptiveScheduler]) -> None:
     """Victims and wake-ups from the index kept between passes (re-keyed whenever the scheduler
-    learns, as gittins-limit does) equal those of ranking every running job."""
-    plain = type(f"Plain{base.__name__}", (base,), {"key_changes_at": PreemptiveScheduler.key_changes_at})
+    learns, as gittins-limit does; keyed by when their remaining time runs out, as srtf-oracle
+    does) equal those of ranking every running job by its key at each pass."""
+    plain = _plain(base)
     assert make_policy(name, "consolidate").index is not None and plain(Consolidate()).index is None
     for speed_model in ("none", "placement"):
         fast = _replay(make_policy(name, "consolidate"), "2x4x8", speed_model)

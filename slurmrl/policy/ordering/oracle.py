@@ -7,6 +7,7 @@ could gain, not something Slurm could run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -55,7 +56,19 @@ class SjfOrdering(_Durations):
 
 
 class SrtfOracle(PreemptiveScheduler):
-    """Shortest remaining time first, preempting jobs with much longer remaining time."""
+    """Shortest remaining time first, preempting jobs with much longer remaining time.
+
+    Remaining time is per GPU (true duration less the work done per GPU), so
+    every running job's falls at the same rate and the running jobs keep
+    their order while they run: one that started at ``s`` with ``a``
+    GPU-seconds done before, ``g`` GPUs and duration ``d`` runs out at
+    ``s + d - a / g`` whatever the pass. Running jobs are therefore keyed by
+    that time (:meth:`key`), which changes only when the remaining time
+    reaches zero, and the pass keeps them ranked between passes
+    (:class:`~slurmrl.policy.ordering.preemptive.RunningIndex`) instead of
+    keying and sorting every running job at every pass. Waiting jobs are
+    ranked by their remaining time itself (:meth:`rank`).
+    """
 
     deployable = False
 
@@ -70,24 +83,55 @@ class SrtfOracle(PreemptiveScheduler):
         ran = job.service(now) / job.gpus if job.gpus > 0 else 0.0
         return max(0.0, self._oracle.duration(job) - ran)
 
-    def key(self, job: JobView, now: float) -> tuple[float, float, str]:
-        return (self.remaining(job, now), job.submit_time, job.job_id)
+    def key(self, job: JobView, now: float) -> tuple[int, float, float, str]:
+        """Ordered as the remaining time: run out (0, ...) first, then by when the rest runs out.
 
-    def keys(self, jobs: list[JobView], now: float) -> list[tuple[float, float, str]]:
-        """:meth:`key` of every running job, each pass, with one call per job instead of three."""
+        The time is ``s + d - a / g`` for a started job; a job without a start
+        time (its work never grows) is keyed by ``now`` plus its remaining time,
+        which :meth:`key_changes_at` has re-read at every pass.
+        """
+        return self.keys([job], now)[0]
+
+    def keys(self, jobs: list[JobView], now: float) -> list[tuple[int, float, float, str]]:
         duration = self._oracle.durations.get
-        return [
-            (max(0.0, float(duration(j.job_id, np.inf)) - run_per_gpu(j, now)), j.submit_time, j.job_id)
-            for j in jobs
-        ]
+        out = []
+        for j in jobs:
+            d = float(duration(j.job_id, np.inf))
+            left = max(0.0, d - run_per_gpu(j, now))
+            if left <= 0.0:
+                out.append((0, 0.0, j.submit_time, j.job_id))
+            else:
+                out.append((1, _runs_out(j, d, left, now), j.submit_time, j.job_id))
+        return out
+
+    def key_changes_at(self, job: JobView, now: float) -> float:
+        """When the remaining time reaches zero (inf once it has); ``now`` for a job keyed afresh at every pass."""
+        d = self._oracle.duration(job)
+        if max(0.0, d - run_per_gpu(job, now)) <= 0.0:
+            return math.inf
+        if job.start_time is None or job.gpus <= 0:
+            return now
+        return job.start_time + d - job.attained_service / job.gpus
 
     def rank(self, view: ClusterView) -> list[JobView]:
         pending = list(view.pending)
-        keys = self.keys(pending, view.now)
+        now = view.now
+        duration = self._oracle.durations.get
+        keys = [
+            (max(0.0, float(duration(j.job_id, np.inf)) - run_per_gpu(j, now)), j.submit_time, j.job_id)
+            for j in pending
+        ]
         return [pending[i] for i in sorted(range(len(pending)), key=keys.__getitem__)]
 
     def may_preempt(self, victim: JobView, job: JobView, now: float) -> bool:
         return self.remaining(victim, now) > PREEMPT_RATIO * self.remaining(job, now)
+
+
+def _runs_out(job: JobView, duration: float, left: float, now: float) -> float:
+    """When ``job``'s remaining time ``left`` (at ``now``) runs out, as a time fixed while it runs."""
+    if job.start_time is None or job.gpus <= 0:
+        return now + left  # its work does not grow: re-keyed at every pass
+    return job.start_time + duration - job.attained_service / job.gpus
 
 
 def make_sjf_oracle(placement: PlacementPolicy) -> EasyBackfill:
