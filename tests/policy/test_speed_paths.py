@@ -20,6 +20,7 @@ from slurmrl.policy import make_placement, make_policy
 from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, _top_counts, limit_of
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.gittins import GittinsLimit
+from slurmrl.policy.ordering.limits import SrtfLimit
 from slurmrl.policy.ordering.oracle import SrtfOracle
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
 from slurmrl.policy.ordering.tiresias import Tiresias
@@ -169,16 +170,24 @@ class _RemainingKeyed(SrtfOracle):
 def _plain(base: type[PreemptiveScheduler]) -> type[PreemptiveScheduler]:
     if base is SrtfOracle:
         return _RemainingKeyed
-    return type(f"Plain{base.__name__}", (base,), {"key_changes_at": PreemptiveScheduler.key_changes_at})
+    plain = {"key_changes_at": PreemptiveScheduler.key_changes_at, "keys_fall": False}
+    return type(f"Plain{base.__name__}", (base,), plain)
 
 
 @pytest.mark.parametrize(
-    ("name", "base"), [("tiresias", Tiresias), ("gittins-limit", GittinsLimit), ("srtf-oracle", SrtfOracle)]
+    ("name", "base"),
+    [
+        ("tiresias", Tiresias),
+        ("gittins-limit", GittinsLimit),
+        ("srtf-oracle", SrtfOracle),
+        ("srtf-limit", SrtfLimit),
+    ],
 )
 def test_keeping_running_jobs_ranked_changes_no_replay(name: str, base: type[PreemptiveScheduler]) -> None:
     """Victims and wake-ups from the index kept between passes (re-keyed whenever the scheduler
     learns, as gittins-limit does; keyed by when their remaining time runs out, as srtf-oracle
-    does) equal those of ranking every running job by its key at each pass."""
+    does; read lazily from keys that only fall, as srtf-limit's) equal those of ranking every
+    running job by its key at each pass."""
     plain = _plain(base)
     assert make_policy(name, "consolidate").index is not None and plain(Consolidate()).index is None
     for speed_model in ("none", "placement"):

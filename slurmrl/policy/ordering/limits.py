@@ -55,6 +55,8 @@ class AskedOrdering:
 class SrtfLimit(PreemptiveScheduler):
     """Shortest remaining asked GPU-time first, preemptive."""
 
+    keys_fall = True  # a running job's remaining asked GPU-time only falls
+
     def __init__(self, placement: PlacementPolicy) -> None:
         super().__init__("srtf-limit", placement, min_run=MIN_RUN)
 

@@ -34,6 +34,9 @@ MAX_PREEMPT_PER_PASS = 16
 class PreemptiveScheduler:
     deployable = True
     preemptive = True  # the simulator consults it even when every GPU is busy
+    # True: a running job's key never rises while it runs (a remaining amount), so victims are
+    # ranked lazily from stale keys (:class:`FallingIndex`); keys must be unique (end with the job id).
+    keys_fall = False
 
     def __init__(self, name: str, placement: PlacementPolicy, *, min_run: float = 0.0) -> None:
         self.name = name
@@ -42,7 +45,9 @@ class PreemptiveScheduler:
         self.max_preempt_per_pass = MAX_PREEMPT_PER_PASS
         # The running jobs ranked between passes (None: keys move all the time).
         foresees = type(self).key_changes_at is not PreemptiveScheduler.key_changes_at
-        self.index: RunningIndex | None = RunningIndex(self) if foresees else None
+        self.index: RunningIndex | None = (
+            RunningIndex(self) if foresees else FallingIndex(self) if self.keys_fall else None
+        )
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         return None
@@ -382,6 +387,108 @@ class RunningIndex:
         at = self._change_of.pop(job_id, None)
         if at is not None:
             self._changes.pop(bisect.bisect_left(self._changes, (at, job_id)))
+
+
+class FallingIndex(RunningIndex):
+    """Running jobs ranked lazily, for keys that never rise while a job runs (srtf-limit's).
+
+    Such a key read at an earlier pass bounds the job's key now from above,
+    so the exposed jobs are kept in the order of their keys as last read,
+    and a pass reads a key afresh only on its way to the top: once the top
+    one's key is fresh, it is the largest. A pass walks the victims worst
+    first and stops within a few (a preemption budget, a job that may not
+    stop the next one), so it reads a few keys instead of every running
+    job's and sorts nothing. Every victim it hands out carries its exact key
+    of this pass, so the order is the one a full sort would give.
+    """
+
+    def __init__(self, scheduler: PreemptiveScheduler) -> None:
+        super().__init__(scheduler)
+        self._now = -math.inf
+        self._fresh: dict[str, float] = {}  # job id -> the pass time its key was last read
+        self._taken: list[tuple[Any, str]] = []  # handed out this pass, worst first, fresh keys
+        self._pass: _LazyVictims | None = None
+
+    def sync(self, view: ClusterView) -> None:
+        for entry in self._taken:
+            bisect.insort(self._order, entry)
+        self._taken.clear()
+        self._pass = None
+        self._now = view.now
+        super().sync(view)
+
+    def worst(self) -> JobView | None:
+        victims = self.ranked()
+        return victims[0] if victims else None
+
+    def ranked(self) -> _LazyVictims:  # type: ignore[override]
+        """This pass's victims, worst first, each read afresh on its way out."""
+        if self._pass is None:
+            self._pass = _LazyVictims(self)
+        return self._pass
+
+    def take(self) -> JobView | None:
+        """The worst exposed job not yet handed out this pass, its key read at this pass."""
+        order, now, fresh = self._order, self._now, self._fresh
+        while order:
+            key, job_id = order[-1]
+            job = self._jobs[job_id]
+            if fresh.get(job_id) != now:
+                fresh[job_id] = now
+                new = self._sched.key(job, now)
+                if new != key:
+                    order.pop()
+                    bisect.insort(order, (new, job_id))
+                    self._key[job_id] = new
+                    continue
+            self._taken.append(order.pop())
+            return job
+        return None
+
+    def _expose(self, job: JobView, now: float) -> None:
+        super()._expose(job, now)
+        self._fresh[job.job_id] = now
+
+    def _drop(self, job_id: str) -> None:
+        super()._drop(job_id)
+        self._fresh.pop(job_id, None)
+
+
+class _LazyVictims:
+    """A pass's victims worst first, read from a :class:`FallingIndex` only as far as the pass reads."""
+
+    def __init__(self, index: FallingIndex) -> None:
+        self._index = index
+        self._out: list[JobView] = []  # handed out, worst first, less those stopped
+        self._done = False
+
+    def _more(self) -> bool:
+        if self._done:
+            return False
+        job = self._index.take()
+        if job is None:
+            self._done = True
+            return False
+        self._out.append(job)
+        return True
+
+    def __bool__(self) -> bool:
+        return bool(self._out) or self._more()
+
+    def __getitem__(self, i: int) -> JobView:
+        while len(self._out) <= i:
+            if not self._more():
+                raise IndexError(i)
+        return self._out[i]
+
+    def __iter__(self) -> Iterator[JobView]:
+        i = 0
+        while i < len(self._out) or self._more():
+            yield self._out[i]
+            i += 1
+
+    def remove(self, job: JobView) -> None:
+        self._out.remove(job)
 
 
 def _ranked(jobs: list[JobView], keys: list[Any]) -> list[JobView]:
