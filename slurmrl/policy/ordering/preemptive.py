@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from slurmrl.cluster.model import Placement
@@ -115,7 +115,7 @@ class PreemptiveScheduler:
         if not ranked:
             return Decisions(order=order, wake_at=self.wake_at(view))
         pool = view.pool.copy()
-        victims: list[JobView] | None = None  # worst-ranked first, sorted when first needed
+        victims: list[JobView] | Victims | None = None  # worst-ranked first, sorted when first needed
         exposed: tuple[list[JobView], list[Any]] | None = None  # the running jobs victims come from
         starts: list[Start] = []
         preempted: list[JobView] = []
@@ -199,7 +199,12 @@ class PreemptiveScheduler:
         return jobs, self.keys(jobs, now)
 
     def _displace(
-        self, job: JobView, pool: GpuPool, view: ClusterView, victims: list[JobView], preempted: list[JobView]
+        self,
+        job: JobView,
+        pool: GpuPool,
+        view: ClusterView,
+        victims: list[JobView] | Victims,
+        preempted: list[JobView],
     ) -> Placement | None:
         """Place ``job`` by stopping lower-ranked running jobs; commits the stops into ``pool``."""
         budget = self.max_preempt_per_pass - len(preempted)
@@ -326,10 +331,15 @@ class RunningIndex:
         """The exposed running job with the largest key."""
         return self._jobs[self._order[-1][1]] if self._order else None
 
-    def ranked(self) -> list[JobView]:
-        """The exposed running jobs, worst-ranked (largest key) first."""
+    def ranked(self) -> Victims:
+        """The exposed running jobs, worst-ranked (largest key) first, read as far as the pass reads.
+
+        A pass walks a few victims at most (a preemption budget, a job that may
+        not stop the next one): listing every running job was a cost of its own.
+        """
         jobs = self._jobs
-        return [jobs[job_id] for _, job_id in reversed(self._order)]
+        walk = (jobs[job_id] for _, job_id in reversed(self._order))
+        return Victims(lambda: next(walk, None))
 
     def changes(self) -> Iterator[tuple[float, JobView]]:
         """(foreseen key change, job) of the running jobs whose key will change, soonest first."""
@@ -407,7 +417,7 @@ class FallingIndex(RunningIndex):
         self._now = -math.inf
         self._fresh: dict[str, float] = {}  # job id -> the pass time its key was last read
         self._taken: list[tuple[Any, str]] = []  # handed out this pass, worst first, fresh keys
-        self._pass: _LazyVictims | None = None
+        self._pass: Victims | None = None
 
     def sync(self, view: ClusterView) -> None:
         for entry in self._taken:
@@ -421,10 +431,10 @@ class FallingIndex(RunningIndex):
         victims = self.ranked()
         return victims[0] if victims else None
 
-    def ranked(self) -> _LazyVictims:  # type: ignore[override]
+    def ranked(self) -> Victims:
         """This pass's victims, worst first, each read afresh on its way out."""
         if self._pass is None:
-            self._pass = _LazyVictims(self)
+            self._pass = Victims(self.take)
         return self._pass
 
     def take(self) -> JobView | None:
@@ -454,18 +464,18 @@ class FallingIndex(RunningIndex):
         self._fresh.pop(job_id, None)
 
 
-class _LazyVictims:
-    """A pass's victims worst first, read from a :class:`FallingIndex` only as far as the pass reads."""
+class Victims:
+    """A pass's victims worst first, taken from ``source`` (None: no more) only as far as the pass reads."""
 
-    def __init__(self, index: FallingIndex) -> None:
-        self._index = index
+    def __init__(self, source: Callable[[], JobView | None]) -> None:
+        self._source = source
         self._out: list[JobView] = []  # handed out, worst first, less those stopped
         self._done = False
 
     def _more(self) -> bool:
         if self._done:
             return False
-        job = self._index.take()
+        job = self._source()
         if job is None:
             self._done = True
             return False
