@@ -37,6 +37,8 @@ class PreemptiveScheduler:
     # True: a running job's key never rises while it runs (a remaining amount), so victims are
     # ranked lazily from stale keys (:class:`FallingIndex`); keys must be unique (end with the job id).
     keys_fall = False
+    # True: :meth:`wake_at` reads the foreseen key changes of every running job, protected or not.
+    reads_protected_changes = False
 
     def __init__(self, name: str, placement: PlacementPolicy, *, min_run: float = 0.0) -> None:
         self.name = name
@@ -284,6 +286,9 @@ class RunningIndex:
         self._change_of: dict[str, float] = {}
         self.unstarted = 0  # running jobs without a start time (their service never grows)
         self._stale = False  # every key to compute afresh at the next sync
+        # Follow the key changes of protected jobs too (:meth:`changes` reads them: Tiresias's
+        # wake-ups); else only the exposed jobs' are followed, as only their keys are read.
+        self._every_change = scheduler.reads_protected_changes
 
     def invalidate(self) -> None:
         """The scheduler's keys changed for every job (it learned): key all running jobs afresh at the next sync."""
@@ -305,7 +310,10 @@ class RunningIndex:
             self._rekey(now)
         min_run, protected = self._sched.min_run, self._protected
         while protected and now - protected[0][0] >= min_run:
-            self._expose(jobs[protected.pop(0)[1]], now)
+            job = jobs[protected.pop(0)[1]]
+            self._expose(job, now)
+            if not self._every_change:  # its changes are followed from now on
+                self._foresee(job.job_id, self._sched.key_changes_at(job, now))
         changes = self._changes
         i = 0
         while i < len(changes) and changes[i][0] - key_margin(changes[i][0]) <= now:
@@ -342,7 +350,8 @@ class RunningIndex:
         return Victims(lambda: next(walk, None))
 
     def changes(self) -> Iterator[tuple[float, JobView]]:
-        """(foreseen key change, job) of the running jobs whose key will change, soonest first."""
+        """(foreseen key change, job) of the running jobs whose key will change, soonest first
+        (protected ones only for a scheduler that ``reads_protected_changes``)."""
         jobs = self._jobs
         for at, job_id in self._changes:
             yield at, jobs[job_id]
@@ -359,7 +368,8 @@ class RunningIndex:
             self._expose(job, now)
         else:
             bisect.insort(self._protected, (job.start_time, job.job_id))
-        self._foresee(job.job_id, self._sched.key_changes_at(job, now))
+        if self._every_change or job.job_id in self._key:
+            self._foresee(job.job_id, self._sched.key_changes_at(job, now))
 
     def _rekey(self, now: float) -> None:
         self._stale = False
@@ -370,7 +380,8 @@ class RunningIndex:
         self._changes.clear()
         self._change_of.clear()
         for job_id, job in self._jobs.items():
-            self._foresee(job_id, self._sched.key_changes_at(job, now))
+            if self._every_change or job_id in self._key:
+                self._foresee(job_id, self._sched.key_changes_at(job, now))
 
     def _foresee(self, job_id: str, at: float | None) -> None:
         if at is None or not math.isfinite(at):

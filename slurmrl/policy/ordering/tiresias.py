@@ -36,6 +36,8 @@ MIN_RUN = 60.0
 
 
 class Tiresias(PreemptiveScheduler):
+    reads_protected_changes = True  # a protected job's demotion is a wake-up (wake_at)
+
     def __init__(
         self,
         placement: PlacementPolicy,
