@@ -73,6 +73,7 @@ def test_without_history_a_key_is_the_asked_gpu_time() -> None:
     ):
         assert runs.key(j, 1000.0) == asked_gpu_time(j)
         assert runs.next_step(j, 1000.0) == math.inf
+        assert runs.key_and_step(j, 1000.0) == (asked_gpu_time(j), math.inf)
 
 
 def learned(pairs: list[tuple[float, float]]) -> RunTimes:
@@ -107,6 +108,9 @@ def test_keys_of_many_jobs_equal_each_jobs_key_to_the_bit(
         for i, age in enumerate(ages)
     ]
     assert runs.keys(jobs, 2e6).tolist() == [runs.key(j, 2e6) for j in jobs]
+    assert [runs.key_and_step(j, 2e6) for j in jobs] == [
+        (runs.key(j, 2e6), runs.next_step(j, 2e6)) for j in jobs
+    ]
 
 
 def test_a_long_limit_whose_class_ends_early_runs_before_a_tight_shorter_one() -> None:

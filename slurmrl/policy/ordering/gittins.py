@@ -220,6 +220,21 @@ class RunTimes:
             return math.inf
         return job.start_time + _GRID[nxt] * limit - job.attained_service / job.gpus
 
+    def key_and_step(self, job: JobView, now: float) -> tuple[float, float]:
+        """:meth:`key` and :meth:`next_step` at once, the same arithmetic (a running job's key is
+        read again at each grid point it reaches, and both look up the same class and point)."""
+        limit, cls = self._class_of(job)
+        row = self._row.get(cls, self._pooled_row)
+        if row < 0:
+            return job.gpus * limit, math.inf
+        nxt = bisect.bisect_right(_GRID, run_per_gpu(job, now) / limit)
+        at = nxt - 1
+        g = self._rows[row][at]
+        key = job.gpus * (limit * (g if g < math.inf else _GRID[at]))
+        if job.gpus <= 0 or job.start_time is None or nxt >= len(_GRID):
+            return key, math.inf
+        return key, job.start_time + _GRID[nxt] * limit - job.attained_service / job.gpus
+
 
 class GittinsLimit(PreemptiveScheduler):
     """Highest Gittins index first on the run times of ended jobs with like limits, preemptive."""
@@ -251,6 +266,10 @@ class GittinsLimit(PreemptiveScheduler):
 
     def key_changes_at(self, job: JobView, now: float) -> float:
         return self.runs.next_step(job, now)
+
+    def keyed(self, job: JobView, now: float) -> tuple[tuple[float, float, str], float]:
+        key, step = self.runs.key_and_step(job, now)
+        return (key, job.submit_time, job.job_id), step
 
     def rank(self, view: ClusterView) -> list[JobView]:
         pending = list(view.pending)

@@ -91,6 +91,10 @@ class PreemptiveScheduler:
         """When priorities next change without an event (a demotion, a promotion), if ever."""
         return None
 
+    def keyed(self, job: JobView, now: float) -> tuple[Any, float | None]:
+        """:meth:`key` and :meth:`key_changes_at` of ``job`` at once; override where they share work."""
+        return self.key(job, now), self.key_changes_at(job, now)
+
     def key_changes_at(self, job: JobView, now: float) -> float | None:
         """About when running ``job``'s key next changes (inf: not while it runs).
 
@@ -319,10 +323,11 @@ class RunningIndex:
         while i < len(changes) and changes[i][0] - key_margin(changes[i][0]) <= now:
             at, job_id = changes[i]
             job = jobs[job_id]
-            later = self._sched.key_changes_at(job, now)
             old = self._key.get(job_id)
-            if old is not None:
-                key = self._sched.key(job, now)
+            if old is None:
+                later = self._sched.key_changes_at(job, now)
+            else:
+                key, later = self._sched.keyed(job, now)
                 if key != old:
                     self._order.pop(bisect.bisect_left(self._order, (old, job_id)))
                     bisect.insort(self._order, (key, job_id))
