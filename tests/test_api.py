@@ -76,6 +76,12 @@ def test_an_unknown_option_is_one_line_naming_the_close_ones() -> None:
         slurmrl.compare(["fifo"], speed="none")
 
 
+def test_a_value_of_the_wrong_type_is_one_line_naming_the_option() -> None:
+    with pytest.raises(ConfigError) as info:
+        slurmrl.simulate(limit="200")  # before: a TypeError from inside the trace selection
+    assert info.value.format().startswith("simulate() option 'limit' takes an integer, not '200'")
+
+
 def test_compare_gives_one_result_per_policy_and_a_table(pair) -> None:
     assert list(pair) == ["fifo+first-fit", "sjf-oracle+topology"] and len(pair) == 2
     table = pair.table

@@ -15,7 +15,9 @@ import difflib
 import hashlib
 import inspect
 import json
+import numbers
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -36,6 +38,44 @@ def _workload_defaults() -> dict[str, Any]:
 
 WORKLOAD_DEFAULTS = _workload_defaults()
 SETTING_DEFAULTS: dict[str, Any] = SimSettings().as_meta()
+_PLAIN = (bool, int, float, str)
+
+
+def _plain_kinds() -> dict[str, tuple[tuple[type, ...], bool]]:
+    """Each option's plain value types from its annotation (and whether None is allowed);
+    options of richer types (locality and elastic rules, VC lists) are not listed."""
+    hints = {**typing.get_type_hints(prepare), **typing.get_type_hints(SimSettings)}
+    kinds = {}
+    for name in (*WORKLOAD_DEFAULTS, *SETTING_DEFAULTS):
+        args = typing.get_args(hints[name]) or (hints[name],)
+        plain = tuple(a for a in args if a in _PLAIN)
+        if plain and all(a in _PLAIN or a is type(None) for a in args):
+            kinds[name] = (plain, type(None) in args)
+    return kinds
+
+
+_KINDS = _plain_kinds()
+
+
+def _check_kind(key: str, value: Any, caller: str) -> None:
+    """A value of the wrong type is one clear error here, not a TypeError deep in a replay."""
+    kind = _KINDS.get(key)
+    if kind is None or (value is None and kind[1]):
+        return
+    plain, _ = kind
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too
+        ok = bool in plain
+    elif isinstance(value, numbers.Integral):
+        ok = int in plain or float in plain
+    elif isinstance(value, numbers.Real):
+        ok = float in plain
+    else:
+        ok = isinstance(value, str) and str in plain
+    if not ok:
+        names = " or ".join(
+            {bool: "true/false", int: "an integer", float: "a number", str: "text"}[t] for t in plain
+        )
+        raise ConfigError(f"{caller}() option '{key}' takes {names}, not {value!r}")
 
 
 def _normal_value(key: str, value: Any) -> Any:
@@ -66,6 +106,7 @@ def normal_options(
                 f"{caller}() got an unknown option '{key}'; known: {', '.join(names)}",
                 hint=f"did you mean {', '.join(repr(c) for c in close)}?" if close else None,
             )
+        _check_kind(key, value, caller)
         value = _normal_value(key, value)
         if value != _normal_value(key, known[key]) and value is not None:
             kept.append((key, value))

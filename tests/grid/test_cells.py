@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from slurmrl.errors import ConfigError
@@ -25,6 +27,28 @@ def test_defaults_are_dropped_and_values_are_plain_data() -> None:
 def test_unknown_option_names_the_close_ones() -> None:
     with pytest.raises(ConfigError, match="unknown option 'target_lod'.*did you mean 'target_load'"):
         normal_options({"target_lod": 1.0})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"limit": "8000"}, "option 'limit' takes an integer, not '8000'"),
+        ({"target_load": "0.9"}, "option 'target_load' takes a number, not '0.9'"),
+        ({"enforce_limits": "yes"}, "option 'enforce_limits' takes true/false, not 'yes'"),
+        ({"speed_model": 3}, "option 'speed_model' takes text, not 3"),
+        ({"limit": 2.5}, "option 'limit' takes an integer, not 2.5"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_one_clear_error(options: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        normal_options(options, "simulate")
+
+
+def test_numbers_of_any_kind_are_taken_where_a_number_is() -> None:
+    assert normal_options(
+        {"limit": np.int64(50), "target_load": 1, "start": np.float32(2.0), "skip_bad": np.bool_(True)}
+    )
+    assert normal_options({"target_load": None, "limit": None}) == ()
 
 
 def test_id_is_readable_and_changes_with_any_choice() -> None:
