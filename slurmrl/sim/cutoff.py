@@ -4,12 +4,15 @@ A trainer replays its validation window every few updates and keeps the
 weights only if the replay's average JCT beats the best so far. A policy that
 holds jobs back makes that replay run many times its usual wall (its queue
 grows, and every pass reads the queue), only for the result to be thrown
-away. Every job's JCT is at least the time it has spent in the system so far,
-so at any instant of a replay the mean over the measured jobs of ``end -
-submit`` for those that ended, ``now - submit`` for those waiting or running
-and 0 for those still to come is a floor under the final average. Once that
-floor passes the figure to beat the replay is abandoned: the kept weights are
-the ones a whole replay would have kept.
+away. Every job's JCT is at least the time it has spent in the system so far
+plus the work it has left at its fastest (its best GPU type and count, no
+slowdown), so at any instant of a replay the mean over the measured jobs of
+``end - submit`` for those that ended, that sum for those waiting or
+running, and the fastest run for those still to come is a floor under the
+final average; it starts near the workload's own bound, so a replay that
+holds jobs back passes it early. Once that floor passes the figure to beat
+the replay is abandoned: the kept weights are the ones a whole replay would
+have kept.
 
 A replay that kills jobs at their time limits is never cut: which jobs end
 finished, and so count, is not known until they end.

@@ -370,7 +370,8 @@ class Simulator:
         skip = not preemptive
         floor, every = None, 1
         if cutoff is not None and not self.config.enforce_time_limits:
-            floor, every = _JctFloor(self.runs.values(), cutoff.measured_from, cutoff.beat), cutoff.every
+            floor = _JctFloor(self.runs.values(), cutoff.measured_from, self._best_pace, cutoff.beat)
+            every = cutoff.every
         t0 = wallclock.perf_counter()
         reported = 0
         with paused_gc():
@@ -391,10 +392,11 @@ class Simulator:
     def jct_floor(self, now: float, since: float = -math.inf) -> float:
         """A floor at ``now`` under the final average JCT of the jobs submitted at or after ``since``.
 
-        Ended jobs count their JCT, jobs in the system the time they have
-        spent there so far, jobs still to come nothing (see :mod:`slurmrl.sim.cutoff`).
+        Ended jobs count their JCT; the others the time they have spent in the
+        system so far plus the work they have left at their fastest (see
+        :mod:`slurmrl.sim.cutoff`), jobs still to come their fastest run.
         """
-        return _JctFloor(self.runs.values(), since).at(now)
+        return _JctFloor(self.runs.values(), since, self._best_pace).at(now)
 
     def fork(self, view: ClusterView | None) -> tuple[Simulator, ClusterView | None]:
         """An independent copy of this simulator, and ``view`` (its latest view, if any) read from the copy.
@@ -705,6 +707,10 @@ class Simulator:
             best_time=run.job.duration / self.perf.best_speed(run.model) / self._best_count_factor(run),
         )
 
+    def _best_pace(self, run: _Run) -> float:
+        """Wall seconds per ideal second of work at the fastest ``run`` could go anywhere on the cluster."""
+        return 1.0 / (self.perf.best_speed(run.model) * self._best_count_factor(run))
+
     def _best_count_factor(self, run: _Run) -> float:
         """How much faster than its traced count an elastic job can run at best (1 for rigid jobs)."""
         if run.view.gpu_range is None:
@@ -714,34 +720,63 @@ class Simulator:
         return max(self.scaling.count_factor(run.model, n, g) for n in range(low, high + 1))
 
 
-class _JctFloor:
-    """:meth:`Simulator.jct_floor`, kept between checks: each check reads only the jobs not yet ended."""
+_FLOOR_ROUNDING = 1e-9  # relative: far above float error in summing a replay's JCTs, far below any real gap
 
-    def __init__(self, runs: Iterable[_Run], since: float, beat: float = math.inf) -> None:
+
+class _JctFloor:
+    """:meth:`Simulator.jct_floor`, kept between checks: each check reads only the jobs not yet ended.
+
+    A job's JCT is at least the time it has spent in the system so far plus
+    its work left at its fastest pace (:meth:`Simulator._best_pace`: no
+    placement, neighbour or count makes it faster; stops only add time). A
+    running job's work is known as of its last speed change (``last``), from
+    which it cannot have gone faster, so the floor never falls as the replay
+    goes on, and a job still to come counts its fastest run.
+    """
+
+    def __init__(
+        self, runs: Iterable[_Run], since: float, pace: Callable[[_Run], float], beat: float = math.inf
+    ) -> None:
         self.beat = beat  # the average the replay must come in at or below
-        self.open = sorted((r for r in runs if r.job.submit_time >= since), key=lambda r: r.job.submit_time)
-        self.count = len(self.open)
+        self.runs = sorted((r for r in runs if r.job.submit_time >= since), key=lambda r: r.job.submit_time)
+        self.count = len(self.runs)
+        self.pace = [pace(r) for r in self.runs]
+        # tail[i]: the fastest runs of runs[i:], summed (the floor of the jobs still to come)
+        self.tail = [0.0] * (self.count + 1)
+        for i in range(self.count - 1, -1, -1):
+            self.tail[i] = self.tail[i + 1] + self.runs[i].job.duration * self.pace[i]
+        self.open = list(range(self.count))  # positions of the jobs not yet ended
         self.ended = 0.0  # summed JCT of the measured jobs that ended
 
     def at(self, now: float) -> float:
-        still: list[_Run] = []
+        still: list[int] = []
         waited = 0.0
-        for i, run in enumerate(self.open):
+        runs, pace = self.runs, self.pace
+        for k, i in enumerate(self.open):
+            run = runs[i]
             submit = run.job.submit_time
             if submit >= now:  # this job and every later one are still to come
-                still.extend(self.open[i:])
+                still.extend(self.open[k:])
+                waited += self.tail[i]
                 break
             end = run.end
             if end == end:  # not NaN: the job has ended
                 self.ended += end - submit
+                continue
+            still.append(i)
+            if run.placement is None:
+                waited += now - submit + run.remaining * pace[i]
             else:
-                still.append(run)
-                waited += now - submit
+                waited += max(now - submit, run.last - submit + run.remaining * pace[i])
         self.open = still
         return (self.ended + waited) / self.count if self.count else 0.0
 
     def check(self, now: float) -> None:
-        """Raise :class:`ReplayAbandoned` if the floor at ``now`` passes the figure to beat."""
+        """Raise :class:`ReplayAbandoned` if the floor at ``now`` passes the figure to beat.
+
+        By more than rounding: a job that ran at its fastest has its end and its
+        floor summed in different orders, and a replay that meets the figure
+        exactly must run to its end."""
         floor = self.at(now)
-        if floor > self.beat:
+        if floor - self.beat > _FLOOR_ROUNDING * max(1.0, abs(self.beat)):
             raise ReplayAbandoned(floor, self.beat, now)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -9,10 +10,11 @@ import pytest
 
 from slurmrl.cluster.shorthand import parse_shorthand
 from slurmrl.policy import make_policy
-from slurmrl.policy.view import ClusterView, Decisions
+from slurmrl.policy.placement.first_fit import FirstFit
+from slurmrl.policy.view import ClusterView, Decisions, Start
 from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 from slurmrl.sim.experiment import SimSettings, Workload, prepare, run_policy, sim_config
-from slurmrl.sim.simulator import Simulator
+from slurmrl.sim.simulator import Simulator, _JctFloor
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +67,40 @@ def test_the_floor_rises_to_the_average_and_never_passes_it(crowded: Workload, n
     assert np.all(np.diff(floors) >= -1e-9 * final)
     assert floors.max() <= final * (1 + 1e-12)
     assert sim.jct_floor(float("inf")) == pytest.approx(final, rel=1e-12)
+
+
+def test_the_floor_starts_at_the_jobs_fastest_runs(crowded: Workload) -> None:
+    sim = Simulator(crowded.trace, crowded.cluster, config=sim_config(SimSettings(), crowded.seed))
+    watched = Watched(sim, "fifo")
+    records = sim.run(watched).records
+    fastest = float(np.mean([r.best_time for r in records]))
+    assert watched.floors[0] == pytest.approx(fastest, rel=1e-12)
+    assert 0 < fastest < mean_jct_of(records)
+
+
+class OneAtATime:
+    """Starts a job only while nothing runs: jobs wait, as under an agent that holds them back."""
+
+    name, deployable = "one-at-a-time", True
+
+    def decide(self, view: ClusterView) -> Decisions:
+        if view.running or not view.pending:
+            return Decisions(order=())
+        job = next(iter(view.pending))
+        placement = FirstFit().place(job, view.pool.copy(), view)
+        return Decisions(order=(job.job_id,), starts=(Start(job.job_id, placement),) if placement else ())
+
+
+def test_a_replay_that_holds_jobs_back_is_cut_before_their_waits_alone_pass_the_figure(
+    crowded: Workload,
+) -> None:
+    beat = float(run_policy(crowded, "fifo").summary["avg_jct"])
+    sim = Simulator(crowded.trace, crowded.cluster, config=sim_config(SimSettings(), crowded.seed))
+    with pytest.raises(ReplayAbandoned) as caught:
+        sim.run(OneAtATime(), cutoff=JctCutoff(beat, every=1))  # type: ignore[arg-type]
+    # The floor counting time in the system alone (no work left, nothing for jobs to come) was still under it.
+    waits_alone = _JctFloor(sim.runs.values(), -math.inf, lambda run: 0.0).at(caught.value.now)
+    assert waits_alone < beat < caught.value.floor
 
 
 def test_a_cutoff_the_replay_meets_changes_nothing(crowded: Workload) -> None:
