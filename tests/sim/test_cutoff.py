@@ -42,6 +42,7 @@ class Watched:
     def __init__(self, sim: Simulator, name: str) -> None:
         self.sim, self.inner = sim, make_policy(name)
         self.name, self.deployable = self.inner.name, self.inner.deployable
+        self.preemptive = getattr(self.inner, "preemptive", False)
         self.floors: list[float] = []
 
     def bind_oracle(self, durations) -> None:
@@ -56,9 +57,31 @@ def mean_jct_of(records) -> float:
     return float(np.mean([r.end_time - r.submit_time for r in records]))
 
 
-@pytest.mark.parametrize("name", ["fifo", "srtf-limit"])
-def test_the_floor_rises_to_the_average_and_never_passes_it(crowded: Workload, name: str) -> None:
-    sim = Simulator(crowded.trace, crowded.cluster, config=sim_config(SimSettings(), crowded.seed))
+@pytest.fixture(scope="module")
+def mixed() -> Workload:
+    """300 jobs on the V100/P100/K80 cluster: GPU types faster than the trace's own, elastic jobs."""
+    return prepare(scenario="philly-hetero", limit=300, seed=0)
+
+
+ELASTIC_FULL = SimSettings(elastic="fraction:0.5", speed_model="full")
+
+
+@pytest.mark.parametrize(
+    ("workload", "settings", "name"),
+    [
+        ("crowded", SimSettings(), "fifo"),
+        ("crowded", SimSettings(), "srtf-limit"),
+        ("mixed", ELASTIC_FULL, "srtf-oracle-elastic"),
+        ("mixed", ELASTIC_FULL, "afs"),
+        ("mixed", SimSettings(speed_model="full"), "gittins-limit"),
+    ],
+)
+def test_the_floor_rises_to_the_average_and_never_passes_it(
+    request: pytest.FixtureRequest, workload: str, settings: SimSettings, name: str
+) -> None:
+    """Also where jobs may run faster than their trace durations (faster GPU types, wider counts)."""
+    wl: Workload = request.getfixturevalue(workload)
+    sim = Simulator(wl.trace, wl.cluster, config=sim_config(settings, wl.seed))
     watched = Watched(sim, name)
     records = sim.run(watched).records
     final = mean_jct_of(records)
