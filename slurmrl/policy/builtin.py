@@ -74,7 +74,7 @@ POLICIES: tuple[Entry, ...] = (
         "slurmrl.policy.ordering.oracle:make_srtf_oracle",
         "shortest remaining time first, preemptive (bound; uses true durations)",
         deployable=False,
-        cost=10,
+        cost=6.1,
     ),
     Entry(
         "srtf-oracle-elastic",
@@ -82,7 +82,7 @@ POLICIES: tuple[Entry, ...] = (
         "srtf-oracle widening elastic jobs in passes where nobody is left waiting (elastic reference; uses true durations)",
         deployable=False,
         default_placement="topology",
-        cost=8.4,
+        cost=5.9,
     ),
     Entry(
         "sjf-limit",
@@ -95,21 +95,21 @@ POLICIES: tuple[Entry, ...] = (
         "slurmrl.policy.ordering.limits:make_srtf_limit",
         "smallest remaining asked GPU-time (GPUs x (limit - run so far)) first, preemptive: srtf-oracle on what Slurm knows",
         default_placement="consolidate",
-        cost=6.9,
+        cost=3.7,
     ),
     Entry(
         "gittins-limit",
         "slurmrl.policy.ordering.gittins:make_gittins_limit",
         "highest Gittins index first, preemptive: run times over limits learned per limit class from ended jobs",
         default_placement="consolidate",
-        cost=8.5,
+        cost=7.6,
     ),
     Entry(
         "tiresias",
         "slurmrl.policy.ordering.tiresias:make_tiresias",
         "2D-LAS on attained GPU-time, two queues, preemptive, starvation guard (Tiresias NSDI'19)",
         default_placement="consolidate",
-        cost=4.5,
+        cost=4.2,
     ),
     Entry(
         "qssf",
@@ -137,7 +137,7 @@ POLICIES: tuple[Entry, ...] = (
         "slurmrl.rl.window_policy:make_topdrl_first",
         "baseline for topdrl: its candidate window and placement, always the window's first job that fits",
         default_placement="type-aware",
-        cost=8.0,
+        cost=1.9,
     ),
     Entry(
         "harmony",
