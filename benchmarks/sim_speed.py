@@ -210,9 +210,10 @@ class Clock:
 
 
 def fingerprint(runs: Sequence[object]) -> str:
-    """sha256 over each run's records, samples and summary (less wall_seconds), in run order."""
+    """sha256 over each run's records, samples and summary (less wall_seconds), runs in name order
+    (policy, placement, seed): a pool takes them in the order of the policies' costs, which is no result."""
     digest = hashlib.sha256()
-    for run in runs:
+    for run in sorted(runs, key=_run_name):
         summary = {k: v for k, v in run.summary.items() if k != "wall_seconds"}  # type: ignore[attr-defined]
         digest.update(repr(sorted(summary.items())).encode())
         for rows in (run.records, run.samples):  # type: ignore[attr-defined]
@@ -221,6 +222,11 @@ def fingerprint(runs: Sequence[object]) -> str:
                 for row in rows:
                     digest.update(repr([getattr(row, n) for n in names]).encode())
     return digest.hexdigest()[:16]
+
+
+def _run_name(run: object) -> tuple[str, str, str]:
+    meta = run.meta  # type: ignore[attr-defined]
+    return (str(meta.get("policy", "")), str(meta.get("placement", "")), str(meta.get("seed", "")))
 
 
 def instrumented(out: str, args: list[str]) -> None:
