@@ -210,19 +210,11 @@ class RunTimes:
 
     def next_step(self, job: JobView, now: float) -> float:
         """When running ``job``'s key next may change: its run reaches the next grid point (inf: never)."""
-        if job.gpus <= 0 or job.start_time is None:
-            return math.inf
-        limit, cls = self._class_of(job)
-        if self._row.get(cls, self._pooled_row) < 0:
-            return math.inf
-        nxt = bisect.bisect_right(_GRID, run_per_gpu(job, now) / limit)
-        if nxt >= len(_GRID):
-            return math.inf
-        return job.start_time + _GRID[nxt] * limit - job.attained_service / job.gpus
+        return self.key_and_step(job, now)[1]
 
     def key_and_step(self, job: JobView, now: float) -> tuple[float, float]:
-        """:meth:`key` and :meth:`next_step` at once, the same arithmetic (a running job's key is
-        read again at each grid point it reaches, and both look up the same class and point)."""
+        """:meth:`key`, and when the key next may change (inf: never), from one look-up of the job's
+        class and grid point: a running job's key is read again at each grid point it reaches."""
         limit, cls = self._class_of(job)
         row = self._row.get(cls, self._pooled_row)
         if row < 0:
