@@ -196,6 +196,22 @@ def test_keeping_running_jobs_ranked_changes_no_replay(name: str, base: type[Pre
         assert any(p for *_, p in fast)  # the load makes it preempt
 
 
+@pytest.mark.parametrize("name", ["tiresias", "srtf-oracle", "srtf-limit"])
+def test_checking_every_candidate_at_once_first_changes_no_replay(name: str) -> None:
+    """A displacement given up because the job's nodes could not hold it with every candidate
+    stopped is one that releasing them one by one would not have found either."""
+
+    def plain() -> PreemptiveScheduler:
+        policy = make_policy(name, "consolidate")
+        policy._could_hold = lambda *args: True  # type: ignore[method-assign]
+        return policy  # type: ignore[return-value]
+
+    for speed_model in ("none", "placement"):
+        fast = _replay(make_policy(name, "consolidate"), "2x4x8", speed_model)
+        assert fast == _replay(plain(), "2x4x8", speed_model)
+        assert any(p for *_, p in fast)  # the load makes it preempt
+
+
 def test_backfill_bounds_change_no_replay() -> None:
     fast = _replay(make_policy("sjf-oracle", "first-fit"), "2x4x8", "none")
     generic = make_policy("sjf-oracle", "first-fit")

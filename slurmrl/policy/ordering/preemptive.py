@@ -221,6 +221,8 @@ class PreemptiveScheduler:
             candidates.append(victim)
         if not candidates or pool.total_free + sum(v.gpus for v in candidates) < job.gpus:
             return None
+        if not self._could_hold(job, pool, candidates, view.now):
+            return None
         scratch = pool.copy()
         chosen: list[JobView] = []
         found: Placement | None = None
@@ -249,6 +251,20 @@ class PreemptiveScheduler:
                 preempted.append(victim)
                 victims.remove(victim)
         return found
+
+    @staticmethod
+    def _could_hold(job: JobView, pool: GpuPool, candidates: list[JobView], now: float) -> bool:
+        """Whether the nodes ``job`` may span could hold it with every candidate stopped.
+
+        Free counts only grow as victims are released, so where this fails no
+        prefix of the candidates can make room either: most failed tries of a
+        saturated pass end here, on plain counts, without a scratch pool.
+        """
+        whole = NodeBound(job, pool, now)
+        for victim in candidates:
+            if victim.placement is not None:
+                whole.release(victim.placement)
+        return whole.possible()
 
 
 def run_per_gpu(job: JobView, now: float) -> float:
