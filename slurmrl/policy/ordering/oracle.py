@@ -107,11 +107,12 @@ class SrtfOracle(PreemptiveScheduler):
     def key_changes_at(self, job: JobView, now: float) -> float:
         """When the remaining time reaches zero (inf once it has); ``now`` for a job keyed afresh at every pass."""
         d = self._oracle.duration(job)
-        if max(0.0, d - run_per_gpu(job, now)) <= 0.0:
+        left = max(0.0, d - run_per_gpu(job, now))
+        if left <= 0.0:
             return math.inf
         if job.start_time is None or job.gpus <= 0:
             return now
-        return job.start_time + d - job.attained_service / job.gpus
+        return _runs_out(job, d, left, now)
 
     def rank(self, view: ClusterView) -> list[JobView]:
         pending = list(view.pending)
