@@ -175,18 +175,28 @@ class Recorded:
 def resize(tmp_path: Path, job: str, nodes: tuple[str, ...], per_node: int) -> Recorded:
     """One daemon cycle that starts ``job`` (held, shown to the daemon as waiting) on ``per_node``
     free GPUs of each of ``nodes``; the backend that sent it."""
-    total = live_slurm.node_gpus()  # an earlier test's fillers may still be releasing them
-    live_slurm.wait_for(
-        lambda: all(total[n] - live_slurm.gpus_used(n) >= per_node for n in nodes),
-        60,
-        f"{per_node} free GPUs on each of {', '.join(nodes)}",
-    )
     cfg = make_config(tmp_path)
+    total = live_slurm.node_gpus()
+    reader = make_backend(cfg)
+
+    def free() -> bool:
+        # An earlier test's fillers may still be releasing them: Slurm frees a job's GPUs
+        # (AllocTRES) while the job still shows COMPLETING on its node, which the daemon's
+        # view counts as busy until the job is gone.
+        view = reader.snapshot().to_view()
+        index = view.cluster.node_index
+        return all(
+            total[n] - live_slurm.gpus_used(n) >= per_node and view.pool.free_count[index[n]] >= per_node
+            for n in nodes
+        )
+
+    live_slurm.wait_for(free, 60, f"{per_node} free GPUs on each of {', '.join(nodes)}")
     backend = Recorded(make_backend(cfg))
     policy = live_slurm.StartOnFree({job: nodes}, per_node)
     d = Daemon(cfg, live_slurm.Released(backend, {job}), policy=policy, metrics=DaemonMetrics())
-    assert d.cycle().error is None
+    out = d.cycle()
     d.close()
+    assert out.error is None and not out.plan.refused, (out.error, out.plan.refused)
     return backend
 
 
