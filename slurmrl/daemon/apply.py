@@ -33,6 +33,7 @@ from slurmrl.slurm.run import (
     PartlyRefused,
     PermissionDenied,
     RateLimited,
+    TryAgain,
 )
 
 # Controller-wide errors: further updates in this batch would fail the same way.
@@ -70,6 +71,7 @@ class ApplyResult:
     updates: int = 0  # job updates sent (slurmctld RPCs: scontrol sends one per id of a list)
     seconds: float = 0.0  # wall time spent in those calls
     capped: bool = False  # stopped at the cycle's call or time cap (SendLimits)
+    later: tuple[str, ...] = ()  # jobs whose updates slurmctld put off (TryAgain): sent again later
 
 
 def send(backend: SlurmBackend, change: Change) -> None:
@@ -225,6 +227,7 @@ class _Sending:
     failed: list[tuple[Change, str]] = field(default_factory=list)
     gone: set[str] = field(default_factory=set)
     refused: set[str] = field(default_factory=set)  # jobs with an update refused in this batch
+    later: set[str] = field(default_factory=set)  # of those, jobs slurmctld put off for now (TryAgain)
     resize_refused: set[str] = field(default_factory=set)  # elastic jobs whose GPU request was refused
     notes_refused: bool = False
     calls: int = 0
@@ -243,6 +246,7 @@ class _Sending:
             self.updates,
             self.seconds,
             capped,
+            tuple(sorted(self.later)),
         )
 
     def skips(self, change: Change) -> bool:
@@ -363,7 +367,10 @@ def _refused(run: _Sending, unit: tuple[Change, ...], exc: SlurmError, before: T
     run.refused.add(jid)
     if any(ch.field == "gpus" for ch in unit) and not change.restore:
         run.resize_refused.add(jid)
-    if change.field == "admin_comment" and not change.restore and isinstance(exc, PermissionDenied):
+    if isinstance(exc, TryAgain):
+        # Not a verdict on the value: the next cycle (or revert round) plans it again.
+        run.later.add(jid)
+    elif change.field == "admin_comment" and not change.restore and isinstance(exc, PermissionDenied):
         run.notes, run.notes_refused = False, True
     elif any(ch.field in (*PIN_FIELDS, "gpus") for ch in unit) and not change.restore:
         # Slurm refused the node list (e.g. a node outside the job's partition) or

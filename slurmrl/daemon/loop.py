@@ -695,7 +695,7 @@ class Daemon:
             reverted += given_back
             if result.stopped_by is None and not result.failed:
                 break
-            if result.stopped_by is not None:
+            if result.stopped_by is not None or result.later:  # slurmctld asked to try again later
                 self._pause(self._revert_backoff(attempt))
         return self._revert_done(total, reverted, gone)
 

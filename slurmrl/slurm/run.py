@@ -37,6 +37,12 @@ class RateLimited(SlurmError):
     """slurmctld's RPC rate limiter (``SlurmctldParameters=rl_enable``) refused the call."""
 
 
+class TryAgain(SlurmError):
+    """slurmctld refused a job update for now: the job waits for its slurmdbd index
+    (``ESLURM_JOB_SETTING_DB_INX``, which ``_update_job`` in src/slurmctld/job_mgr.c returns
+    while that index is being set, as after a controller restart). Not a refusal of the value."""
+
+
 class CommandNotFound(SlurmError):
     """The Slurm client binary is not installed or not on PATH."""
 
@@ -124,6 +130,11 @@ _PATTERNS: tuple[tuple[type[SlurmError], tuple[str, ...], str], ...] = (
         PermissionDenied,
         ("access/permission denied", "permission denied", "invalid user", "access denied"),
         "run as a Slurm operator/administrator (AdminLevel in sacctmgr) or as SlurmUser",
+    ),
+    (
+        TryAgain,
+        ("the db index is being set",),
+        "slurmctld is waiting for slurmdbd to index the job; the update is sent again later",
     ),
     (
         RateLimited,

@@ -219,6 +219,24 @@ def test_a_restarted_daemon_reverts_from_the_state_file(tmp_path: Path) -> None:
     assert (job.required_nodes, job.site_factor, job.admin_comment) == ((), 0, "")
 
 
+def test_a_give_back_slurmctld_puts_off_is_sent_again_after_a_pause(tmp_path: Path) -> None:
+    # After a controller restart 22.05 refuses a job's updates until slurmdbd has indexed it
+    # (ESLURM_JOB_SETTING_DB_INX); the revert waits and tries again instead of leaving it.
+    from slurmrl.slurm.run import classify
+
+    jobs = full_cluster() + [pending("11", 8, NOW - 300), pending("12", 8, NOW - 200)]
+    pauses: list[float] = []
+    d, fake = make(tmp_path, jobs, backoff_initial=0.05)
+    d._sleep = pauses.append  # type: ignore[method-assign]
+    d.cycle()
+    assert fake.jobs["11"].site_factor == 1000
+    text = "slurm_update error: Job update not available right now, the DB index is being set, try again"
+    fake.fail_next("set_site_factor", classify(["scontrol", "update"], 1, text), job_id="11")
+    out = d.revert()
+    assert out.remaining == 0 and fake.jobs["11"].site_factor == 0, out
+    assert pauses and max(pauses) <= 0.05  # it paused (backoff_initial) before the second round
+
+
 def test_controller_failures_back_off_exponentially_and_keep_the_record(tmp_path: Path) -> None:
     jobs = full_cluster() + [pending(str(200 + i), 8, NOW - 100 + i) for i in range(4)]
     d, fake = make(tmp_path, jobs)

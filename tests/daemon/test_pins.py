@@ -112,6 +112,27 @@ def test_a_refused_prefer_is_not_set_again_until_the_request_changes(tmp_path: P
     assert entry is not None and entry.prefer is None and entry.pin_refused == request_key(fake.jobs["1"])
 
 
+def test_a_pin_slurmctld_puts_off_is_not_blocked_and_is_sent_next_cycle(tmp_path: Path) -> None:
+    # 22.05 refuses a job's updates until slurmdbd has indexed it (ESLURM_JOB_SETTING_DB_INX, as
+    # after a controller restart): that says nothing about the node list.
+    from slurmrl.slurm.run import classify
+
+    fake = one_free_node()
+    fake.name_features = True
+    text = "slurm_update error: Job update not available right now, the DB index is being set, try again"
+    fake.fail_next("set_prefer", classify(["scontrol", "update"], 1, text))
+    d = make(tmp_path, fake)
+    out = d.cycle()
+    assert out.result is not None and out.result.later == ("1",), out.result
+    entry = Record.load(tmp_path / "state.json").get("1")
+    assert entry is None or (entry.prefer is None and not entry.pin_refused)
+    assert fake.jobs["1"].prefer == ""
+    d.cycle()
+    assert fake.jobs["1"].prefer == "node02"
+    d.revert()
+    assert fake.jobs["1"].prefer == ""
+
+
 def test_prefer_is_not_part_of_the_request_key() -> None:
     job = pending("1", 8, NOW)
     assert request_key(job) == request_key(replace(job, prefer="node02"))

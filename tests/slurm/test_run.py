@@ -17,6 +17,7 @@ from slurmrl.slurm.run import (
     MungeError,
     PermissionDenied,
     RateLimited,
+    TryAgain,
     call,
 )
 
@@ -41,6 +42,11 @@ def _fake(tmp_path: Path, name: str, body: str) -> dict[str, str]:
         ("error: Invalid user for SlurmUser", PermissionDenied),
         ("error: Resource temporarily unavailable", RateLimited),
         ("slurm_update error: Invalid job id specified", JobNotFound),
+        (
+            "slurm_update error: Job update not available right now, the DB index is being set, "
+            "try again in a bit for job 301",
+            TryAgain,
+        ),
         ("something else broke", CommandFailed),
     ],
 )
