@@ -123,6 +123,8 @@ class ClusterView:
     # a Slurm requeue). A Collection, not a list: the simulator hands over
     # its live queue so a pass over thousands of jobs costs no copy.
     pending: Collection[JobView]
+    # The simulator's are the values of its dict by job id (``dict.values()``, whose
+    # ``.mapping`` reads them by id); elsewhere any collection.
     running: Collection[JobView]
     finished: Sequence[FinishedJob] = ()
 

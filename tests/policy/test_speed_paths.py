@@ -306,3 +306,41 @@ def test_srtf_keys_of_many_jobs_are_their_keys(rows: list[tuple], now: float) ->
     oracle.bind_oracle({f"j{i}": 100.0 * i for i, row in enumerate(rows) if row[4]})
     for policy in (oracle, make_policy("srtf-limit")):
         assert policy.keys(jobs, now) == [policy.key(j, now) for j in jobs]  # type: ignore[attr-defined]
+
+
+def _index_state(policy: PreemptiveScheduler) -> tuple[object, ...]:
+    index = policy.index
+    assert index is not None
+    return (index._order, index._protected, index._changes, index._key, sorted(index._jobs), index.unstarted)
+
+
+@pytest.mark.parametrize("form", ["list", "dict values"])
+def test_the_running_index_follows_reorders_and_restarts_as_a_fresh_one_would(form: str) -> None:
+    """Running jobs are followed by identity whatever their order, as a list (the daemon's) or as
+    a dict's values by job id (the simulator's): a job restarted under the same id (a new view) is
+    dropped and keyed again; a reordered collection changes nothing."""
+    p = [Placement.of([(n, (0, 1))]) for n in range(4)]
+    a, b, c = (JobView(f"j{i}", 2, 0.0, start_time=10.0 * i, placement=p[i]) for i in range(3))
+    views = [
+        [a, b, c],
+        [c, a, b],  # the same jobs, in another order
+        [
+            c,
+            a,
+            JobView("j1", 2, 0.0, start_time=500.0, placement=p[3], attained_service=40.0),
+        ],  # j1 restarted
+        [a],
+        [a, b],
+    ]
+    cluster = make_cluster(1, 4, gpus=2)
+    followed = make_policy("tiresias", "consolidate")
+    for k, jobs in enumerate(views):
+        running = jobs if form == "list" else {j.job_id: j for j in jobs}.values()
+        view = ClusterView(
+            now=1000.0 + k, cluster=cluster, pool=GpuPool(cluster).readonly(), pending=[], running=running
+        )
+        followed.index.sync(view)  # type: ignore[union-attr]
+        fresh = make_policy("tiresias", "consolidate")
+        fresh.index.sync(view)  # type: ignore[union-attr]
+        assert _index_state(followed) == _index_state(fresh), k  # type: ignore[arg-type]
+        assert {followed.index._jobs[j.job_id] is j for j in jobs} == {True}  # type: ignore[union-attr]

@@ -18,6 +18,8 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from slurmrl.cluster.model import Placement
@@ -279,6 +281,9 @@ def run_per_gpu(job: JobView, now: float) -> float:
     return (job.attained_service + gpus * max(0.0, now - start if start is not None else 0.0)) / gpus
 
 
+_DICT_VALUES = type({}.values())
+
+
 def key_margin(at: float) -> float:
     """How far a foreseen key change may be from the exact one: float error of times near ``at``, a million-fold."""
     return 1e-6 * max(1.0, abs(at))
@@ -318,14 +323,7 @@ class RunningIndex:
         """Follow ``view.running``: new and gone jobs, ended protections, keys about to change."""
         now = view.now
         jobs = self._jobs
-        running: Collection[JobView] = view.running
-        if len(running) != len(jobs) or any(jobs.get(j.job_id) is not j for j in running):
-            here = {j.job_id: j for j in running}
-            for job_id in [i for i, j in jobs.items() if here.get(i) is not j]:
-                self._drop(job_id)
-            for job_id, job in here.items():
-                if job_id not in jobs:
-                    self._add(job, now)
+        self._follow(view.running, now)
         if self._stale:
             self._rekey(now)
         min_run, protected = self._sched.min_run, self._protected
@@ -355,6 +353,25 @@ class RunningIndex:
                     i = 0  # moved to the front: look again from there
             else:
                 i += 1
+
+    def _follow(self, running: Collection[JobView], now: float) -> None:
+        """New and gone running jobs, by identity (a restarted job is a new view).
+
+        Most passes start or stop one job or two among hundreds, so the jobs
+        are matched in C where ``running`` is a dict's values by job id (the
+        simulator's: ``.mapping``); a list is first keyed here. The index's
+        structures are sorted, so the order of drops and adds changes nothing.
+        """
+        jobs = self._jobs
+        here = running.mapping if type(running) is _DICT_VALUES else {j.job_id: j for j in running}  # type: ignore[attr-defined]
+        moved = list(compress(here, map(is_not, map(jobs.get, here), here.values())))  # new or restarted
+        dropped = [i for i in moved if i in jobs]  # restarted
+        if len(jobs) - len(dropped) > len(here) - len(moved):  # some ended or stopped: which
+            dropped += sorted(jobs.keys() - here.keys())
+        for job_id in dropped:
+            self._drop(job_id)
+        for job_id in moved:
+            self._add(here[job_id], now)
 
     def worst(self) -> JobView | None:
         """The exposed running job with the largest key."""
