@@ -14,8 +14,9 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
-from operator import attrgetter
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain, compress
+from operator import attrgetter, is_not
 
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler, key_margin
@@ -58,6 +59,7 @@ class Tiresias(PreemptiveScheduler):
         self.promotions = 0
         self._cache_time = math.nan
         self._cache: dict[str, float] = {}  # job -> service counted since its last promotion, at _cache_time
+        self._queues = PendingQueues(self._queue_of_pending, len(self.thresholds) + 1)
 
     def _counted(self, jobs: list[JobView], now: float) -> list[float]:
         """Service counted since the last promotion of each job (memoised for the current pass).
@@ -112,18 +114,24 @@ class Tiresias(PreemptiveScheduler):
                 self._offset[job_id] = service
                 del self._stopped[job_id]
                 self.promotions += 1
+                self._queues.requeue(job_id)
 
     def rank(self, view: ClusterView) -> list[JobView]:
         """Queues in priority order, FIFO by submit time inside each.
 
-        A pending job's service does not grow, so its queue is known without
-        the clock; bucketing and sorting nearly sorted buckets keeps a pass
-        linear in the queue, where a keyed sort of thousands of jobs was not.
+        A pending job's service does not grow, so its queue changes only when
+        it is promoted: the queues are kept between passes (:class:`PendingQueues`)
+        where the view's pending jobs are the simulator's dict by job id, and
+        bucketed afresh otherwise, where a keyed sort of thousands of jobs was slow.
         """
+        pending = view.pending
+        if type(pending) is _DICT_VALUES:
+            return self._queues.follow(pending.mapping)  # type: ignore[attr-defined]
+        self._queues.forget()
         offset, thresholds = self._offset, self.thresholds
         queues: list[list[JobView]] = [[] for _ in range(len(thresholds) + 1)]
         top, first = queues[0], thresholds[0]
-        for job in view.pending:
+        for job in pending:
             attained = job.attained_service
             if attained < first:  # offsets are never negative: the top queue, whatever the offset
                 top.append(job)
@@ -135,6 +143,13 @@ class Tiresias(PreemptiveScheduler):
             queue.sort(key=_SUBMIT_ID)
             ranked.extend(queue)
         return ranked
+
+    def _queue_of_pending(self, job: JobView) -> int:
+        """The queue of a waiting job (its service does not grow while it waits)."""
+        attained = job.attained_service
+        if attained < self.thresholds[0]:
+            return 0
+        return bisect.bisect_right(self.thresholds, attained - self._offset.get(job.job_id, 0.0))
 
     def key(self, job: JobView, now: float) -> tuple[int, float, str]:
         return (self.queue(job, now), job.submit_time, job.job_id)
@@ -205,6 +220,71 @@ class Tiresias(PreemptiveScheduler):
         start = victim.start_time if victim.start_time is not None else now
         self._stopped[victim.job_id] = (now, now - start, victim.service(now))
         heapq.heappush(self._promotions, (now + self.starve_limit * (now - start), victim.job_id))
+
+
+_DICT_VALUES = type({}.values())
+
+
+class PendingQueues:
+    """Waiting jobs bucketed by queue, each bucket in submit order, kept between passes.
+
+    A pass mostly adds an arrival or two and removes a start or two from
+    thousands of waiting jobs, so the jobs are matched against the last
+    pass's in C, by identity (a requeued job is a new view), and only those
+    that changed are moved; a promotion re-buckets its job. The ranking is
+    the buckets' concatenation, equal to sorting every bucket afresh (keys
+    end with the job id, so no two are equal).
+    """
+
+    def __init__(self, queue_of: Callable[[JobView], int], queues: int) -> None:
+        self._queue_of = queue_of
+        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
+        self._jobs: list[list[JobView]] = [[] for _ in range(queues)]
+        self._known: dict[str, JobView] = {}
+        self._queue: dict[str, int] = {}
+        self._promoted: list[str] = []
+
+    def requeue(self, job_id: str) -> None:
+        """``job_id``'s queue changed (a promotion): bucket it again at the next pass."""
+        self._promoted.append(job_id)
+
+    def forget(self) -> None:
+        """A pass ranked without these queues: the next one that uses them starts afresh."""
+        self.__init__(self._queue_of, len(self._keys))  # type: ignore[misc]
+
+    def follow(self, pending: Mapping[str, JobView]) -> list[JobView]:
+        """The ranking of ``pending`` (job id -> its view), updated from the last pass's."""
+        known = self._known
+        moved = list(compress(pending, map(is_not, map(known.get, pending), pending.values())))
+        dropped = [i for i in moved if i in known]  # requeued: a new view
+        if len(known) - len(dropped) > len(pending) - len(moved):  # some started or left
+            dropped += sorted(known.keys() - pending.keys())
+        fresh = set(moved)
+        promoted = [i for i in dict.fromkeys(self._promoted) if i in pending and i not in fresh]
+        self._promoted.clear()
+        for job_id in dropped + promoted:
+            self._remove(job_id)
+        for job_id in moved + promoted:
+            self._insert(pending[job_id])
+        return list(chain.from_iterable(self._jobs))
+
+    def _insert(self, job: JobView) -> None:
+        q = self._queue_of(job)
+        key = (job.submit_time, job.job_id)
+        keys = self._keys[q]
+        i = bisect.bisect_left(keys, key)
+        keys.insert(i, key)
+        self._jobs[q].insert(i, job)
+        self._known[job.job_id] = job
+        self._queue[job.job_id] = q
+
+    def _remove(self, job_id: str) -> None:
+        job = self._known.pop(job_id)
+        q = self._queue.pop(job_id)
+        keys = self._keys[q]
+        i = bisect.bisect_left(keys, (job.submit_time, job_id))
+        del keys[i]
+        del self._jobs[q][i]
 
 
 def make_tiresias(placement: PlacementPolicy) -> Tiresias:
