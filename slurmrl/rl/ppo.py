@@ -284,12 +284,13 @@ def collect_rollout(
     for step in range(num_steps):
         for k in obs_buf:
             obs_buf[k][step] = next_obs[k]
-        with torch.no_grad():
+        with torch.inference_mode():  # a rollout step's sampling: no autograd bookkeeping
             logits, value = _policy_out(net, next_obs, critic)
-            dist = torch.distributions.Categorical(logits=logits)
+            dist = torch.distributions.Categorical(logits=logits, validate_args=False)
             action = dist.sample()
+            logprob = dist.log_prob(action)
         actions[step] = action
-        logprobs[step] = dist.log_prob(action)
+        logprobs[step] = logprob
         values[step] = value
         obs, reward, term, trunc, infos = envs.step(action.numpy())
         term, trunc = np.asarray(term, dtype=bool), np.asarray(trunc, dtype=bool)
