@@ -11,7 +11,7 @@ Oracle policies, which are bounds and never deployed, get durations through
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Generic, TypeVar
@@ -123,10 +123,24 @@ class ClusterView:
     # a Slurm requeue). A Collection, not a list: the simulator hands over
     # its live queue so a pass over thousands of jobs costs no copy.
     pending: Collection[JobView]
-    # The simulator's are the values of its dict by job id (``dict.values()``, whose
-    # ``.mapping`` reads them by id); elsewhere any collection.
     running: Collection[JobView]
     finished: Sequence[FinishedJob] = ()
+
+
+_DICT_VALUES = type({}.values())
+
+
+def by_job_id(jobs: Collection[JobView]) -> Mapping[str, JobView]:
+    """``jobs`` (a view's pending or running jobs) by job id.
+
+    The simulator hands over the values of its own dicts by job id, read
+    here through ``dict.values().mapping`` at no cost, so a policy that
+    follows the jobs from pass to pass can match them in C; any other
+    collection is keyed here.
+    """
+    if type(jobs) is _DICT_VALUES:
+        return jobs.mapping  # type: ignore[attr-defined]
+    return {j.job_id: j for j in jobs}
 
 
 @dataclass(frozen=True, slots=True)

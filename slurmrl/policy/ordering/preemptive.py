@@ -26,7 +26,7 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import NodeBound
 from slurmrl.policy.base import PlacementPolicy, confirm_start
-from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start, by_job_id
 
 # Preemptions per pass at most (our choice): bounds churn when a burst of
 # high-priority jobs arrives at once; the rest wait for the next pass.
@@ -281,9 +281,6 @@ def run_per_gpu(job: JobView, now: float) -> float:
     return (job.attained_service + gpus * max(0.0, now - start if start is not None else 0.0)) / gpus
 
 
-_DICT_VALUES = type({}.values())
-
-
 def key_margin(at: float) -> float:
     """How far a foreseen key change may be from the exact one: float error of times near ``at``, a million-fold."""
     return 1e-6 * max(1.0, abs(at))
@@ -358,12 +355,11 @@ class RunningIndex:
         """New and gone running jobs, by identity (a restarted job is a new view).
 
         Most passes start or stop one job or two among hundreds, so the jobs
-        are matched in C where ``running`` is a dict's values by job id (the
-        simulator's: ``.mapping``); a list is first keyed here. The index's
+        are matched in C (:func:`~slurmrl.policy.view.by_job_id`). The index's
         structures are sorted, so the order of drops and adds changes nothing.
         """
         jobs = self._jobs
-        here = running.mapping if type(running) is _DICT_VALUES else {j.job_id: j for j in running}  # type: ignore[attr-defined]
+        here = by_job_id(running)
         moved = list(compress(here, map(is_not, map(jobs.get, here), here.values())))  # new or restarted
         dropped = [i for i in moved if i in jobs]  # restarted
         if len(jobs) - len(dropped) > len(here) - len(moved):  # some ended or stopped: which

@@ -20,7 +20,7 @@ from operator import attrgetter, is_not
 
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler, key_margin
-from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.policy.view import ClusterView, JobView, by_job_id
 
 # Queue thresholds in GPU-seconds. Tiresias found two queues enough and tunes
 # the one threshold per workload; 3250 GPU-s is queue_limit[0] in the authors'
@@ -120,13 +120,13 @@ class Tiresias(PreemptiveScheduler):
         """Queues in priority order, FIFO by submit time inside each.
 
         A pending job's service does not grow, so its queue changes only when
-        it is promoted: the queues are kept between passes (:class:`PendingQueues`)
-        where the view's pending jobs are the simulator's dict by job id, and
-        bucketed afresh otherwise, where a keyed sort of thousands of jobs was slow.
+        it is promoted: the queues are kept between passes (:class:`PendingQueues`),
+        except where the view's pending jobs are a list (the daemon's, new views
+        every cycle), which is bucketed afresh.
         """
         pending = view.pending
-        if type(pending) is _DICT_VALUES:
-            return self._queues.follow(pending.mapping)  # type: ignore[attr-defined]
+        if type(pending) is not list:  # the simulator's dict values: matched in C (by_job_id)
+            return self._queues.follow(by_job_id(pending))
         self._queues.forget()
         offset, thresholds = self._offset, self.thresholds
         queues: list[list[JobView]] = [[] for _ in range(len(thresholds) + 1)]
@@ -222,9 +222,6 @@ class Tiresias(PreemptiveScheduler):
         heapq.heappush(self._promotions, (now + self.starve_limit * (now - start), victim.job_id))
 
 
-_DICT_VALUES = type({}.values())
-
-
 class PendingQueues:
     """Waiting jobs bucketed by queue, each bucket in submit order, kept between passes.
 
@@ -238,19 +235,20 @@ class PendingQueues:
 
     def __init__(self, queue_of: Callable[[JobView], int], queues: int) -> None:
         self._queue_of = queue_of
-        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
-        self._jobs: list[list[JobView]] = [[] for _ in range(queues)]
-        self._known: dict[str, JobView] = {}
-        self._queue: dict[str, int] = {}
-        self._promoted: list[str] = []
+        self._size = queues
+        self.forget()
 
     def requeue(self, job_id: str) -> None:
         """``job_id``'s queue changed (a promotion): bucket it again at the next pass."""
         self._promoted.append(job_id)
 
     def forget(self) -> None:
-        """A pass ranked without these queues: the next one that uses them starts afresh."""
-        self.__init__(self._queue_of, len(self._keys))  # type: ignore[misc]
+        """Empty (a pass ranked without them): the next pass that follows fills them afresh."""
+        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(self._size)]
+        self._jobs: list[list[JobView]] = [[] for _ in range(self._size)]
+        self._known: dict[str, JobView] = {}
+        self._queue: dict[str, int] = {}
+        self._promoted: list[str] = []
 
     def follow(self, pending: Mapping[str, JobView]) -> list[JobView]:
         """The ranking of ``pending`` (job id -> its view), updated from the last pass's."""
