@@ -39,6 +39,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
 from slurmrl.perf.scaling import ScalingModel
 from slurmrl.policy.base import Policy
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.sim.admitted import ADMISSIONS, Admission
 from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
 from slurmrl.sim.engine import ARRIVAL, COMPLETION, WAKE, EventQueue
@@ -237,14 +238,33 @@ class Simulator:
             self._admit(trace.jobs)
 
     def _admit(self, jobs: tuple[TraceJob, ...]) -> None:
-        """Every job's view and run state, and its arrival (and spread) events, queued at once."""
-        config, cluster, runs = self.config, self.cluster, self.runs
+        """Every job's view and run state, and its arrival (and spread) events, queued at once.
+
+        Without elastic jobs (whose ranges read the speed model) the same jobs on the same
+        cluster and settings admit the same way, so a process keeps its last admissions
+        (:mod:`slurmrl.sim.admitted`) and a replay of one of them starts from a fork.
+        """
+        config = self.config
+        settings = None if config.elastic.on else (config.seed, config.reveal_models, config.locality)
+        kept = ADMISSIONS.get(jobs, self.cluster, settings) if settings is not None else None
+        if kept is None:
+            kept = self._admission(jobs)
+            if settings is not None:
+                ADMISSIONS.put(kept, settings)
+        runs = self.runs
+        for job, view, model in kept.entries:
+            runs[job.job_id] = _Run(job, view, model)
+        self.events = kept.events.fork()
+
+    def _admission(self, jobs: tuple[TraceJob, ...]) -> Admission:
+        config, cluster = self.config, self.cluster
         request, seed, elastic, reveal = (
             config.locality.request,
             config.seed,
             config.elastic.on,
             config.reveal_models,
         )
+        entries: list[tuple[TraceJob, JobView, str]] = []
         events: list[tuple[float, int, tuple[int, str | None, int]]] = []
         for job in jobs:
             job_id, gpus, submit = job.job_id, job.num_gpus, job.submit_time
@@ -264,12 +284,14 @@ class Simulator:
                 spread_at=submit + spread_after,
                 gpu_range=self._gpu_range(job, model) if elastic else None,
             )
-            runs[job_id] = _Run(job, view, model)
+            entries.append((job, view, model))
             events.append((submit, ARRIVAL, (_ARRIVE, job_id, 0)))
             if nodes is not None and nodes < gpus and math.isfinite(spread_after):
                 # Delay scheduling: look at the job again once it may spread.
                 events.append((view.spread_at, WAKE, (_SPREAD, job_id, 0)))
-        self.events.schedule_all(events)
+        queue: EventQueue[tuple[int, str | None, int]] = EventQueue(self.events.now)
+        queue.schedule_all(events)
+        return Admission(jobs, cluster, tuple(entries), queue)
 
     def _gpu_range(self, job: TraceJob, model: str) -> tuple[int, int] | None:
         """The job's elastic range under the configured rule (None: rigid)."""
