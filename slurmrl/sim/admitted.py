@@ -11,6 +11,7 @@ sharing them cannot disturb one another.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -43,23 +44,26 @@ class Admissions:
     def __init__(self, keep: int = KEEP) -> None:
         self._keep = keep
         self._kept: OrderedDict[tuple[int, int, Hashable], Admission] = OrderedDict()
+        self._lock = threading.Lock()  # replays may run in threads of one process
 
     def get(self, jobs: tuple[TraceJob, ...], cluster: Cluster, settings: Hashable) -> Admission | None:
         key = (id(jobs), id(cluster), settings)
-        found = self._kept.get(key)
-        if found is None or found.jobs is not jobs or found.cluster is not cluster:
-            return None
-        self._kept.move_to_end(key)
-        return found
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None or found.jobs is not jobs or found.cluster is not cluster:
+                return None
+            self._kept.move_to_end(key)
+            return found
 
     def put(self, admission: Admission, settings: Hashable) -> None:
         if len(admission.jobs) > KEEP_JOBS:
             return
         key = (id(admission.jobs), id(admission.cluster), settings)
-        self._kept[key] = admission
-        self._kept.move_to_end(key)
-        while len(self._kept) > self._keep:
-            self._kept.popitem(last=False)
+        with self._lock:
+            self._kept[key] = admission
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._keep:
+                self._kept.popitem(last=False)
 
 
 ADMISSIONS = Admissions()
