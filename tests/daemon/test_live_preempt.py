@@ -53,7 +53,10 @@ def test_srtf_limit_requeues_a_long_job_and_the_short_one_starts_in_its_place(tm
         assert len(entries) == 1, entries
         (victim,) = entries
         assert victim in longs.values() and entries[victim].count == 1 and entries[victim].stopping is None
-        fields = show(victim)
+        # A requeued job shows COMPLETING until its node has ended the run (longer on a busy host).
+        fields = wait_for(
+            lambda: (f := show(victim))["JobState"] != "COMPLETING" and f, 60, "the requeue to end"
+        )
         assert fields["Restarts"] == "1" and fields["JobState"] == "PENDING", fields
         assert fields["SubmitTime"] != submitted[victim]  # Slurm resets it: the record keeps the first
         freed = next(n for n, j in longs.items() if j == victim)
