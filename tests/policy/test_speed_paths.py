@@ -322,17 +322,8 @@ def test_the_running_index_follows_reorders_and_restarts_as_a_fresh_one_would(fo
     dropped and keyed again; a reordered collection changes nothing."""
     p = [Placement.of([(n, (0, 1))]) for n in range(4)]
     a, b, c = (JobView(f"j{i}", 2, 0.0, start_time=10.0 * i, placement=p[i]) for i in range(3))
-    views = [
-        [a, b, c],
-        [c, a, b],  # the same jobs, in another order
-        [
-            c,
-            a,
-            JobView("j1", 2, 0.0, start_time=500.0, placement=p[3], attained_service=40.0),
-        ],  # j1 restarted
-        [a],
-        [a, b],
-    ]
+    b_again = JobView("j1", 2, 0.0, start_time=500.0, placement=p[3], attained_service=40.0)  # restarted
+    views = [[a, b, c], [c, a, b], [c, a, b_again], [a], [a, b]]  # the second: the same jobs reordered
     cluster = make_cluster(1, 4, gpus=2)
     followed = make_policy("tiresias", "consolidate")
     for k, jobs in enumerate(views):

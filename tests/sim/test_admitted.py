@@ -33,10 +33,8 @@ def test_a_kept_admission_replays_as_a_first_one(policy: str) -> None:
     first = _records(Simulator(workload.trace, workload.cluster, config=config), policy)
     again = [Simulator(workload.trace, workload.cluster, config=config) for _ in range(2)]
     assert _first_view(again[0]) is _first_view(again[1])  # shared, not admitted again
-    assert [_records(sim, policy) for sim in again] == [
-        first,
-        first,
-    ]  # replays leave the kept queue as it was
+    # Replays leave the kept queue as it was.
+    assert [_records(sim, policy) for sim in again] == [first, first]
 
 
 def test_other_settings_admit_afresh() -> None:
