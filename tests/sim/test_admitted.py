@@ -65,3 +65,15 @@ def test_only_the_last_few_and_only_for_the_same_jobs() -> None:
         assert (
             kept.get(tuple(w.trace.jobs[:-1]) + w.trace.jobs[-1:], w.cluster, settings) is None
         )  # equal jobs
+
+
+def test_large_traces_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    import slurmrl.sim.admitted as admitted
+
+    workload = prepare(cluster="2x4x8", limit=50)
+    monkeypatch.setattr(admitted, "KEEP_JOBS", 49)
+    Simulator(workload.trace, workload.cluster, config=SimConfig())
+    assert not ADMISSIONS._kept
+    monkeypatch.setattr(admitted, "KEEP_JOBS", 50)
+    Simulator(workload.trace, workload.cluster, config=SimConfig())
+    assert len(ADMISSIONS._kept) == 1
