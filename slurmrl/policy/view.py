@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Generic, TypeVar
 
 from slurmrl.cluster.model import Cluster, Placement
@@ -141,6 +142,21 @@ def by_job_id(jobs: Collection[JobView]) -> Mapping[str, JobView]:
     if type(jobs) is _DICT_VALUES:
         return jobs.mapping  # type: ignore[attr-defined]
     return {j.job_id: j for j in jobs}
+
+
+def changes(known: Mapping[str, JobView], now: Mapping[str, JobView]) -> tuple[list[str], list[str]]:
+    """What turns ``known`` into ``now`` (both by job id): ids to drop (gone, or a new view of
+    the job, as after a restart) and ids to add from ``now``, matched by identity in C.
+
+    A pass mostly starts or stops a job or two among hundreds, so only the
+    identity walk touches every job; the set difference is taken only when
+    some job has left.
+    """
+    moved = list(compress(now, map(is_not, map(known.get, now), now.values())))
+    dropped = [i for i in moved if i in known]  # new views of known jobs
+    if len(known) - len(dropped) > len(now) - len(moved):
+        dropped += sorted(known.keys() - now.keys())
+    return dropped, moved
 
 
 @dataclass(frozen=True, slots=True)

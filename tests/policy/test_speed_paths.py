@@ -7,8 +7,8 @@ both are checked here against the plain computation they stand for.
 
 from __future__ import annotations
 
+import bisect
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
 from slurmrl.policy.ordering.tiresias import Tiresias
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.policy.view import ClusterView, JobView, by_job_id
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.simulator import SimConfig, Simulator
 from tests.policy.busy import draw_running
@@ -338,6 +338,16 @@ def test_the_running_index_follows_reorders_and_restarts_as_a_fresh_one_would(fo
         assert {followed.index._jobs[j.job_id] is j for j in jobs} == {True}  # type: ignore[union-attr]
 
 
+def _bucketed(policy: Tiresias, view: ClusterView) -> list[JobView]:
+    """Tiresias's ranking worked out afresh: every waiting job in its queue, each queue by submit time."""
+    queues: list[list[JobView]] = [[] for _ in range(len(policy.thresholds) + 1)]
+    for job in view.pending:
+        counted = job.attained_service - policy._offset.get(job.job_id, 0.0)
+        top = job.attained_service < policy.thresholds[0]  # offsets never count below the first threshold
+        queues[0 if top else bisect.bisect_right(policy.thresholds, counted)].append(job)
+    return [j for q in queues for j in sorted(q, key=lambda j: (j.submit_time, j.job_id))]
+
+
 class _CheckedQueues(Tiresias):
     """Tiresias whose kept queues are checked against bucketing the pass's waiting jobs afresh."""
 
@@ -345,10 +355,10 @@ class _CheckedQueues(Tiresias):
 
     def rank(self, view: ClusterView) -> list[JobView]:
         kept = super().rank(view)
-        plain = super().rank(replace(view, pending=list(view.pending)))
-        self._queues = type(self._queues)(self._queue_of_pending, len(self.thresholds) + 1)
-        kept_again = super().rank(view)  # rebuilt from scratch: the same
-        assert [j.job_id for j in kept] == [j.job_id for j in plain] == [j.job_id for j in kept_again]
+        plain = _bucketed(self, view)
+        as_list = type(self._queues)(self._queue_of_pending, len(self.thresholds) + 1)
+        listed = as_list.follow(by_job_id(list(view.pending)))  # the daemon's list, from empty queues
+        assert [j.job_id for j in kept] == [j.job_id for j in plain] == [j.job_id for j in listed]
         self.checked += 1
         return kept
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping
-from itertools import compress
-from operator import is_not
 from typing import Any
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.backfill import NodeBound
 from slurmrl.policy.base import PlacementPolicy, confirm_start
-from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start, by_job_id
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start, by_job_id, changes
 
 # Preemptions per pass at most (our choice): bounds churn when a burst of
 # high-priority jobs arrives at once; the rest wait for the next pass.
@@ -358,15 +356,11 @@ class RunningIndex:
         are matched in C (:func:`~slurmrl.policy.view.by_job_id`). The index's
         structures are sorted, so the order of drops and adds changes nothing.
         """
-        jobs = self._jobs
         here = by_job_id(running)
-        moved = list(compress(here, map(is_not, map(jobs.get, here), here.values())))  # new or restarted
-        dropped = [i for i in moved if i in jobs]  # restarted
-        if len(jobs) - len(dropped) > len(here) - len(moved):  # some ended or stopped: which
-            dropped += sorted(jobs.keys() - here.keys())
+        dropped, added = changes(self._jobs, here)
         for job_id in dropped:
             self._drop(job_id)
-        for job_id in moved:
+        for job_id in added:
             self._add(here[job_id], now)
 
     def worst(self) -> JobView | None:

@@ -15,19 +15,17 @@ import bisect
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, compress
-from operator import attrgetter, is_not
+from itertools import chain
 
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler, key_margin
-from slurmrl.policy.view import ClusterView, JobView, by_job_id
+from slurmrl.policy.view import ClusterView, JobView, by_job_id, changes
 
 # Queue thresholds in GPU-seconds. Tiresias found two queues enough and tunes
 # the one threshold per workload; 3250 GPU-s is queue_limit[0] in the authors'
 # released simulator (SymbioticLab/Tiresias, simulator/jobs.py, used with the
 # GPU-time "dlas-gpu" mode).
 THRESHOLDS: tuple[float, ...] = (3250.0,)
-_SUBMIT_ID = attrgetter("submit_time", "job_id")
 # Promotion after waiting STARVE_LIMIT x the last run (our choice; the paper
 # leaves it as a knob): a job preempted after an hour waits at most ten.
 STARVE_LIMIT = 10.0
@@ -120,29 +118,9 @@ class Tiresias(PreemptiveScheduler):
         """Queues in priority order, FIFO by submit time inside each.
 
         A pending job's service does not grow, so its queue changes only when
-        it is promoted: the queues are kept between passes (:class:`PendingQueues`),
-        except where the view's pending jobs are a list (the daemon's, new views
-        every cycle), which is bucketed afresh.
+        it is promoted: the queues are kept between passes (:class:`PendingQueues`).
         """
-        pending = view.pending
-        if type(pending) is not list:  # the simulator's dict values: matched in C (by_job_id)
-            return self._queues.follow(by_job_id(pending))
-        self._queues.forget()
-        offset, thresholds = self._offset, self.thresholds
-        queues: list[list[JobView]] = [[] for _ in range(len(thresholds) + 1)]
-        top, first = queues[0], thresholds[0]
-        for job in pending:
-            attained = job.attained_service
-            if attained < first:  # offsets are never negative: the top queue, whatever the offset
-                top.append(job)
-                continue
-            counted = attained - offset.get(job.job_id, 0.0)
-            queues[bisect.bisect_right(thresholds, counted)].append(job)
-        ranked: list[JobView] = []
-        for queue in queues:
-            queue.sort(key=_SUBMIT_ID)
-            ranked.extend(queue)
-        return ranked
+        return self._queues.follow(by_job_id(view.pending))
 
     def _queue_of_pending(self, job: JobView) -> int:
         """The queue of a waiting job (its service does not grow while it waits)."""
@@ -230,39 +208,31 @@ class PendingQueues:
     pass's in C, by identity (a requeued job is a new view), and only those
     that changed are moved; a promotion re-buckets its job. The ranking is
     the buckets' concatenation, equal to sorting every bucket afresh (keys
-    end with the job id, so no two are equal).
+    end with the job id, so no two are equal). The daemon's views are new
+    every cycle, so there every job is bucketed again, by insertion.
     """
 
     def __init__(self, queue_of: Callable[[JobView], int], queues: int) -> None:
         self._queue_of = queue_of
-        self._size = queues
-        self.forget()
+        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
+        self._jobs: list[list[JobView]] = [[] for _ in range(queues)]
+        self._known: dict[str, JobView] = {}
+        self._queue: dict[str, int] = {}
+        self._promoted: list[str] = []
 
     def requeue(self, job_id: str) -> None:
         """``job_id``'s queue changed (a promotion): bucket it again at the next pass."""
         self._promoted.append(job_id)
 
-    def forget(self) -> None:
-        """Empty (a pass ranked without them): the next pass that follows fills them afresh."""
-        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(self._size)]
-        self._jobs: list[list[JobView]] = [[] for _ in range(self._size)]
-        self._known: dict[str, JobView] = {}
-        self._queue: dict[str, int] = {}
-        self._promoted: list[str] = []
-
     def follow(self, pending: Mapping[str, JobView]) -> list[JobView]:
         """The ranking of ``pending`` (job id -> its view), updated from the last pass's."""
-        known = self._known
-        moved = list(compress(pending, map(is_not, map(known.get, pending), pending.values())))
-        dropped = [i for i in moved if i in known]  # requeued: a new view
-        if len(known) - len(dropped) > len(pending) - len(moved):  # some started or left
-            dropped += sorted(known.keys() - pending.keys())
-        fresh = set(moved)
+        dropped, added = changes(self._known, pending)
+        fresh = set(added)
         promoted = [i for i in dict.fromkeys(self._promoted) if i in pending and i not in fresh]
         self._promoted.clear()
         for job_id in dropped + promoted:
             self._remove(job_id)
-        for job_id in moved + promoted:
+        for job_id in added + promoted:
             self._insert(pending[job_id])
         return list(chain.from_iterable(self._jobs))
 
