@@ -78,6 +78,22 @@ class OrderedScheduler:
         self.name = name
         self.ordering = ordering
         self.placement = placement
+        # Strict priority over an ordering that ranks every arrival behind the
+        # jobs already waiting, with a placement that reads no queue and a
+        # pass that keeps no state: the first job a pass leaves waiting
+        # blocks every later pass until its GPUs are free, however many jobs
+        # arrive (Decisions.idle_until_free).
+        cls = type(self)
+        self._blocker: JobView | None = None
+        self._promises = (
+            cls.walk is OrderedScheduler.walk
+            and cls.after_blocked is OrderedScheduler.after_blocked
+            and bool(getattr(ordering, "arrivals_last", False))
+            and bool(getattr(placement, "queue_blind", False))
+            and cls.before_pass is OrderedScheduler.before_pass
+            and cls.after_pass is OrderedScheduler.after_pass
+            and getattr(ordering, "started", None) is None
+        )
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         bind = getattr(self.ordering, "bind_oracle", None)
@@ -92,10 +108,16 @@ class OrderedScheduler:
         if started is not None:
             started([s.job_id for s in starts])
         info = self.after_pass(view, starts)
-        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info)
+        blocker = self._blocker
+        idle = blocker.gpus if self._promises and blocker is not None else 0
+        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info, idle_until_free=idle)
 
     def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
-        """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`."""
+        """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`.
+
+        The first job left waiting is kept as ``_blocker``.
+        """
+        self._blocker = None
         if view.pool.total_free == 0:
             return []
         # Placements only read the pool, so the view's read-only one serves
@@ -106,9 +128,11 @@ class OrderedScheduler:
         queue = iter(ranked)
         for job in queue:
             if pool.total_free == 0:
+                self._blocker = job
                 break
             placement = self.placement.place(job, pool, view) if job.gpus <= pool.total_free else None
             if placement is None:
+                self._blocker = job
                 if type(self).after_blocked is not OrderedScheduler.after_blocked:
                     starts.extend(self.after_blocked(view, pool if copied else pool.copy(), job, queue))
                 break

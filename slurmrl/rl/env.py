@@ -329,7 +329,9 @@ class SchedEnv(gym.Env):
             if view.now >= self._handover:
                 return view
             feat.absorb(view.finished)
-            sim.apply(policy.decide(view))  # type: ignore[union-attr]
+            # No promise to skip passes (Decisions.idle_until_free): it holds for the
+            # heuristic, not for the agent that takes over at the next arrival.
+            sim.apply(replace(policy.decide(view), idle_until_free=0))  # type: ignore[union-attr]
         return None
 
     def step(self, action):

@@ -231,6 +231,12 @@ class Simulator:
         self.samples: list[Sample] = []
         self.decisions = 0
         self._pass_due = False
+        # The last pass's promise (Decisions.idle_until_free; 0: none), whether
+        # GPUs were freed since, and whether an event since voided it (a
+        # wake-up, a spread, a requeue).
+        self._idle_below = 0
+        self._released = False
+        self._forced = False
         self._wake_pending: float | None = None
         self.finished_count = 0
         self.scaling = ScalingModel(self.perf)
@@ -316,13 +322,21 @@ class Simulator:
         """Advance to the next decision point and describe it; None at the end.
 
         With ``skip_when_full`` no view is produced while every GPU is busy,
-        since a policy that cannot preempt has nothing to decide then.
+        since a policy that cannot preempt has nothing to decide then. Nor
+        while the last pass's promise holds (``Decisions.idle_until_free``:
+        no GPUs freed since, or fewer free than it waits for, and nothing
+        that voids it): such a pass is counted as a decision, its answer
+        (nothing) known.
         """
         while True:
-            if self._pass_due and self.pending:
-                if self.pool.total_free > 0 or not skip_when_full:
-                    self._pass_due = False
+            free = self.pool.total_free
+            if self._pass_due and self.pending and (free > 0 or not skip_when_full):
+                below = self._idle_below
+                if not below or self._forced or (self._released and free >= below):
+                    self._pass_due = self._forced = False
+                    self._idle_below = 0  # a promise covers the passes before the next answer only
                     return self._view()
+                self.decisions += 1
             self._pass_due = False
             if not len(self.events):
                 return None
@@ -363,8 +377,11 @@ class Simulator:
         if decisions.starts or decisions.preempt:
             self._flush(now)
             self._sample(now)
+        # A stopped job waits again, unseen by the pass: no promise stands over it.
+        self._idle_below = 0 if decisions.preempt else decisions.idle_until_free
+        self._released = self._forced = False
         if again:
-            self._pass_due = True
+            self._pass_due = self._forced = True
 
     def run(
         self,
@@ -491,11 +508,11 @@ class Simulator:
                 self._pass_due = changed = True
             elif kind == _SPREAD:
                 if job_id in self.pending:
-                    self._pass_due = True
+                    self._pass_due = self._forced = True
             else:  # wake-up asked for by the policy
                 if self._wake_pending is not None and self._wake_pending <= t:
                     self._wake_pending = None
-                self._pass_due = True
+                self._pass_due = self._forced = True
         if changed:
             self._flush(t)
             self._sample(t)
@@ -586,6 +603,7 @@ class Simulator:
         del self.running[job_id]
         self.pool.release(placement)
         self._readonly = None
+        self._released = True
         run.placement = None
         if self._colocation:
             self._release_neighbours(job_id, run, placement)
@@ -600,7 +618,7 @@ class Simulator:
                 preemptions=run.preemptions,
             )
             self.pending[job_id] = run.view
-            self._pass_due = True
+            self._pass_due = self._forced = True
             return
         run.end = now
         self.finished_count += 1

@@ -1,24 +1,28 @@
 """The schedulers' shortcuts decide exactly what the straightforward paths decide.
 
 Backfill's reservation skips placements that free-count bounds show must
-fail, and the preemptive pass skips jobs an earlier, smaller failure dooms;
-both are checked here against the plain computation they stand for.
+fail, the preemptive pass skips jobs an earlier, smaller failure dooms, and
+the simulator skips the passes a strict FIFO pass promised would start
+nothing; each is checked here against the plain computation it stands for.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurmrl.cluster.model import Cluster, Node, Placement, Rack, islands_for
+from slurmrl.cluster import load_cluster
+from slurmrl.cluster.model import Cluster, Node, NodeAlloc, Placement, Rack, islands_for
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy import make_placement, make_policy
 from slurmrl.policy.backfill import MAX_RESERVATION_TRIES, EasyBackfill, NodeBound, _top_counts, limit_of
+from slurmrl.policy.base import OrderedScheduler
 from slurmrl.policy.ordering.fifo import FifoOrdering
 from slurmrl.policy.ordering.gittins import GittinsLimit
 from slurmrl.policy.ordering.limits import SrtfLimit
@@ -27,10 +31,13 @@ from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
 from slurmrl.policy.ordering.tiresias import Tiresias
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.view import ClusterView, JobView, by_job_id
+from slurmrl.policy.view import ClusterView, Decisions, JobView, Start, by_job_id
 from slurmrl.sim.experiment import prepare
+from slurmrl.sim.locality import parse_locality
 from slurmrl.sim.simulator import SimConfig, Simulator
 from tests.policy.busy import draw_running
+from tests.sim.fixtures.clusters import MIXED
+from tests.sim.test_policy_properties import job_rows, make_trace
 
 PLACEMENTS = ("first-fit", "consolidate", "topology")
 
@@ -370,3 +377,134 @@ def test_tiresias_queues_kept_between_passes_rank_as_bucketing_afresh(starve_lim
     policy = _CheckedQueues(Consolidate(), starve_limit=starve_limit)
     _replay(policy, "2x4x8", "placement")
     assert policy.checked > 100 and policy.promotions > 0
+
+
+class _Unpromising:
+    """A policy's answers with their promise (``Decisions.idle_until_free``) taken away."""
+
+    def __init__(self, policy: OrderedScheduler) -> None:
+        self.policy = policy
+        self.deployable = policy.deployable
+        self.passes = 0
+
+    def bind_oracle(self, durations: object) -> None:
+        self.policy.bind_oracle(durations)  # type: ignore[arg-type]
+
+    def decide(self, view: ClusterView) -> Decisions:
+        self.passes += 1
+        return replace(self.policy.decide(view), idle_until_free=0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=job_rows,
+    spec=st.sampled_from(["1x2x4", "2x2x4:v100", "2x3x2", MIXED]),
+    speed_model=st.sampled_from(["none", "placement", "full"]),
+    placement=st.sampled_from(["first-fit", "consolidate", "topology", "type-aware", "interference-aware"]),
+    locality=st.sampled_from(["pack", "relax:600", "any"]),
+    enforce=st.booleans(),
+)
+def test_passes_fifo_promises_nothing_in_are_skipped_with_the_same_replay(
+    rows, spec: str, speed_model: str, placement: str, locality: str, enforce: bool
+) -> None:
+    """The passes a blocked FIFO head makes idle (arrivals behind it, releases too few GPUs) are
+    skipped and counted: every record, sample and the decision count equal the replay asking
+    the policy at every pass."""
+    cluster = load_cluster(spec)
+    trace = make_trace(rows, cluster.total_gpus)
+    config = SimConfig(
+        speed_model=speed_model, locality=parse_locality(locality), enforce_time_limits=enforce
+    )
+    fast_sim, plain_sim = Simulator(trace, cluster, config=config), Simulator(trace, cluster, config=config)
+    fast = fast_sim.run(make_policy("fifo", placement))
+    plain_policy = _Unpromising(make_policy("fifo", placement))  # type: ignore[arg-type]
+    plain = plain_sim.run(plain_policy)  # type: ignore[arg-type]
+    assert fast.records == plain.records
+    assert fast.samples == plain.samples
+    assert fast.decisions == plain.decisions == plain_policy.passes
+
+
+def test_fifo_promises_to_wait_for_its_blocked_head_and_skips_passes() -> None:
+    workload = prepare(cluster="2x4x8", target_load=2.0, limit=400)
+    policy = make_policy("fifo", "consolidate")
+    asked = []
+    decide = policy.decide
+
+    def counting(view: ClusterView) -> Decisions:
+        out = decide(view)
+        asked.append(out.idle_until_free)
+        return out
+
+    policy.decide = counting  # type: ignore[method-assign]
+    result = Simulator(workload.trace, workload.cluster, config=SimConfig(speed_model="none")).run(policy)
+    assert any(asked) and len(asked) < result.decisions  # promises made, passes skipped
+
+
+class _QueueReading(FirstFit):
+    """First fit, minus the declaration that it never reads the waiting queue."""
+
+    queue_blind = False
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: make_policy("fifo-backfill", "first-fit"),
+        lambda: make_policy("sjf-limit", "first-fit"),
+        lambda: OrderedScheduler("fifo", FifoOrdering(), _QueueReading()),
+    ],
+    ids=["backfill", "sjf", "queue-reading placement"],
+)
+def test_no_promise_where_arrivals_may_start_or_rank_first(make) -> None:
+    """Backfill may start an arrival, SJF ranks it first, and a placement that reads the queue
+    may move: none of them promises anything."""
+    policy = make()
+    workload = prepare(cluster="2x4x8", target_load=2.0, limit=200)
+    sim = Simulator(workload.trace, workload.cluster, config=SimConfig(speed_model="none"))
+    view = sim.next_view()
+    while view is not None:
+        out = policy.decide(view)
+        assert out.idle_until_free == 0
+        sim.apply(out)
+        view = sim.next_view()
+
+
+def test_a_wake_up_voids_the_promise() -> None:
+    """A pass that promised to wait for 8 GPUs is asked again at its wake-up, though none freed."""
+    cluster = load_cluster("1x1x8")
+    trace = make_trace([(0.0, 1000.0, 4, "", None), (10.0, 50.0, 8, "", None), (20.0, 50.0, 1, "", None)], 8)
+    sim = Simulator(trace, cluster, config=SimConfig(speed_model="none"))
+    view = sim.next_view()
+    assert view is not None and view.now == 0.0
+    sim.apply(Decisions(starts=(Start("j0", Placement((NodeAlloc(0, (0, 1, 2, 3)),))),)))
+    view = sim.next_view()
+    assert view is not None and view.now == 10.0
+    sim.apply(Decisions(idle_until_free=8, wake_at=15.0))
+    view = sim.next_view()
+    assert view is not None and view.now == 15.0  # the wake-up, not the arrival at 20
+    sim.apply(Decisions(idle_until_free=8))
+    assert sim.next_view() is not None and sim.now == 1000.0  # arrival at 20 skipped, release at 1000
+    assert sim.decisions == 4  # the skipped arrival's pass is counted
+
+
+def test_a_job_that_may_spread_voids_the_promise() -> None:
+    """A head that may not spread over nodes until it has waited (``relax``) is placed the
+    moment it may, though no GPU freed and only arrivals came since the promise."""
+    cluster = load_cluster("1x4x2")
+    rows = [(0.0, 9000.0, 1, "", None)] * 4 + [(10.0, 50.0, 4, "", None), (50.0, 50.0, 1, "", None)]
+    trace = make_trace(rows, 8)
+    sim = Simulator(
+        trace, cluster, config=SimConfig(speed_model="none", locality=parse_locality("relax:100"))
+    )
+    view = sim.next_view()
+    assert view is not None
+    sim.apply(Decisions(starts=tuple(Start(f"j{n}", Placement((NodeAlloc(n, (0,)),))) for n in range(4))))
+    fifo = make_policy("fifo", "first-fit")
+    view = sim.next_view()
+    assert view is not None and view.now == 10.0
+    out = fifo.decide(view)
+    assert not out.starts and out.idle_until_free == 4  # two nodes of two GPUs: none has them
+    sim.apply(out)
+    view = sim.next_view()
+    assert view is not None and view.now == 110.0  # its spread, not the arrival at 50
+    assert [s.job_id for s in fifo.decide(view).starts] == ["j4"]

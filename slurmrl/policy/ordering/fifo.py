@@ -10,6 +10,9 @@ from slurmrl.policy.view import ClusterView, JobView
 
 
 class FifoOrdering:
+    # Arrivals join the back of the queue: none ranks ahead of a job already waiting.
+    arrivals_last = True
+
     def order(self, view: ClusterView) -> Sequence[JobView]:
         # The view's pending list is in submit order by contract, so FIFO is
         # the list as is: no per-pass sort of a queue that may hold thousands.

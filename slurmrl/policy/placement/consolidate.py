@@ -25,6 +25,8 @@ from slurmrl.policy.view import ClusterView, JobView
 
 class Consolidate:
     name = "consolidate"
+    # Reads the pool, the cluster and the running jobs, never the waiting queue.
+    queue_blind = True
     # A job placed on some pool is placed on any pool with at least as many
     # free GPUs on every node: the preemptive pass relies on it to skip jobs
     # that an earlier, smaller failure shows cannot start.

@@ -59,6 +59,8 @@ def take_in_order(job: JobView, pool: GpuPool, nodes: np.ndarray) -> Placement |
 
 class FirstFit:
     name = "first-fit"
+    # Reads the pool, the cluster and the running jobs, never the waiting queue.
+    queue_blind = True
 
     def bound(self, job: JobView, pool: GpuPool, now: float) -> FirstFitBound:
         """Whether :meth:`place` could place ``job`` as GPUs are released (backfill's reservation)."""

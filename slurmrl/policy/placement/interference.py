@@ -52,6 +52,8 @@ def zoo_sensitivity(model: str) -> float:
 
 class InterferenceAware:
     name = "interference-aware"
+    # Reads the pool, the cluster and the running jobs, never the waiting queue.
+    queue_blind = True
 
     def __init__(self, sensitivity: Callable[[str], float] | None = None) -> None:
         self._lookup = sensitivity or zoo_sensitivity

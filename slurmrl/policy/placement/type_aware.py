@@ -91,6 +91,8 @@ def fastest_of(job: JobView, pool: GpuPool, nodes: np.ndarray) -> np.ndarray:
 
 class TypeAware:
     name = "type-aware"
+    # Reads the pool, the cluster and the running jobs, never the waiting queue.
+    queue_blind = True
     # Places a job exactly when topology would (see the module docstring),
     # so it inherits topology's monotone verdict.
     monotone = True
