@@ -152,6 +152,10 @@ class WindowPolicy(Led):
         ranked = np.argsort(-logits[: len(window)], kind="stable")
         return pick(logits), [window[i] for i in ranked.tolist()]
 
+    def _step_logits(self, step: LedStep, view: ClusterView) -> np.ndarray:
+        """The scores a led pick adds to its prior: the network's, from the observation."""
+        return self._logits(step.obs.jobs, step.obs.cluster, step.obs.globals, step.mask)
+
     def _decide_led(self, view: ClusterView, feat: Featurizer, lead: Policy) -> Decisions:
         """Picks over the lead heuristic's proposals (see the module docstring)."""
         proposal = propose(lead, view)
@@ -159,7 +163,7 @@ class WindowPolicy(Led):
         began: list[tuple[JobView, Placement]] = []
         done: set[str] = set()
         while (step := led_step(feat, view, proposal, pool, done)) is not None:
-            logits = self._logits(step.obs.jobs, step.obs.cluster, step.obs.globals, step.mask) + step.prior
+            logits = self._step_logits(step, view) + step.prior
             best = pick(np.where(step.mask, logits, np.float32(MASKED)))
             chosen = step.placements[best] if best < len(step.window) else None
             if chosen is None:
