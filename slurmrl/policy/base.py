@@ -81,8 +81,8 @@ class OrderedScheduler:
         # Strict priority over an ordering that ranks every arrival behind the
         # jobs already waiting, with a placement that reads no queue and a
         # pass that keeps no state: the first job a pass leaves waiting
-        # blocks every later pass until its GPUs are free, however many jobs
-        # arrive (Decisions.idle_until_free).
+        # blocks every later pass until it could be placed, however many
+        # jobs arrive (Decisions.waits_for).
         cls = type(self)
         self._blocker: JobView | None = None
         self._promises = (
@@ -108,9 +108,8 @@ class OrderedScheduler:
         if started is not None:
             started([s.job_id for s in starts])
         info = self.after_pass(view, starts)
-        blocker = self._blocker
-        idle = blocker.gpus if self._promises and blocker is not None else 0
-        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info, idle_until_free=idle)
+        waits = self._blocker if self._promises else None
+        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info, waits_for=waits)
 
     def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
         """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`.

@@ -182,13 +182,13 @@ class Decisions:
     # (Tiresias-style queue demotions happen between events).
     wake_at: float | None = None
     info: dict[str, float] = field(default_factory=dict, compare=False)
-    # A promise (0: none): until at least this many GPUs are free, a pass
-    # would start nothing and change nothing the policy keeps, whatever
-    # arrives, unless a wake-up comes, a job's request changes or a stopped
-    # job waits again. A backend may skip such passes (the simulator does,
-    # counting them as decisions: ``Simulator.next_view``); the daemon's
-    # cycles ignore it.
-    idle_until_free: int = 0
+    # A promise (None: none): whatever arrives, no pass starts anything or
+    # changes what the policy keeps before this job could be placed (its GPUs
+    # free on the nodes it may use: ``could_hold``), unless a wake-up comes, a
+    # job may now spread over more nodes or a stopped job waits again. A
+    # backend may skip such passes (the simulator does, counting them as
+    # decisions: ``Simulator.next_view``); the daemon's cycles ignore it.
+    waits_for: JobView | None = None
 
 
 class Unrolled(Generic[T]):

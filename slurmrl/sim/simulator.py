@@ -38,6 +38,7 @@ from slurmrl.perf import PerformanceModel, canonical_model, model_for
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
 from slurmrl.perf.scaling import ScalingModel
 from slurmrl.policy.base import Policy
+from slurmrl.policy.placement.common import could_hold
 from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
 from slurmrl.sim.admitted import ADMISSIONS, Admission
 from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
@@ -231,10 +232,9 @@ class Simulator:
         self.samples: list[Sample] = []
         self.decisions = 0
         self._pass_due = False
-        # The last pass's promise (Decisions.idle_until_free; 0: none), whether
-        # GPUs were freed since, and whether an event since voided it (a
-        # wake-up, a spread, a requeue).
-        self._idle_below = 0
+        # The last pass's promise (Decisions.waits_for), whether GPUs were freed
+        # since, and whether an event since voided it (a wake-up, a spread, a requeue).
+        self._waits_for: JobView | None = None
         self._released = False
         self._forced = False
         self._wake_pending: float | None = None
@@ -323,18 +323,21 @@ class Simulator:
 
         With ``skip_when_full`` no view is produced while every GPU is busy,
         since a policy that cannot preempt has nothing to decide then. Nor
-        while the last pass's promise holds (``Decisions.idle_until_free``:
-        no GPUs freed since, or fewer free than it waits for, and nothing
-        that voids it): such a pass is counted as a decision, its answer
-        (nothing) known.
+        while the last pass's promise holds (``Decisions.waits_for``: no
+        GPUs freed since, or not enough for the job it waits for, and
+        nothing that voids it): such a pass is counted as a decision, its
+        answer (nothing) known.
         """
         while True:
-            free = self.pool.total_free
-            if self._pass_due and self.pending and (free > 0 or not skip_when_full):
-                below = self._idle_below
-                if not below or self._forced or (self._released and free >= below):
+            if self._pass_due and self.pending and (self.pool.total_free > 0 or not skip_when_full):
+                waits = self._waits_for
+                if (
+                    waits is None
+                    or self._forced
+                    or (self._released and could_hold(waits, self.pool, self.now))
+                ):
                     self._pass_due = self._forced = False
-                    self._idle_below = 0  # a promise covers the passes before the next answer only
+                    self._waits_for = None  # a promise covers the passes before the next answer only
                     return self._view()
                 self.decisions += 1
             self._pass_due = False
@@ -378,7 +381,7 @@ class Simulator:
             self._flush(now)
             self._sample(now)
         # A stopped job waits again, unseen by the pass: no promise stands over it.
-        self._idle_below = 0 if decisions.preempt else decisions.idle_until_free
+        self._waits_for = None if decisions.preempt else decisions.waits_for
         self._released = self._forced = False
         if again:
             self._pass_due = self._forced = True

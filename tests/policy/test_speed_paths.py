@@ -380,7 +380,7 @@ def test_tiresias_queues_kept_between_passes_rank_as_bucketing_afresh(starve_lim
 
 
 class _Unpromising:
-    """A policy's answers with their promise (``Decisions.idle_until_free``) taken away."""
+    """A policy's answers with their promise (``Decisions.waits_for``) taken away."""
 
     def __init__(self, policy: OrderedScheduler) -> None:
         self.policy = policy
@@ -392,7 +392,7 @@ class _Unpromising:
 
     def decide(self, view: ClusterView) -> Decisions:
         self.passes += 1
-        return replace(self.policy.decide(view), idle_until_free=0)
+        return replace(self.policy.decide(view), waits_for=None)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -432,7 +432,7 @@ def test_fifo_promises_to_wait_for_its_blocked_head_and_skips_passes() -> None:
 
     def counting(view: ClusterView) -> Decisions:
         out = decide(view)
-        asked.append(out.idle_until_free)
+        asked.append(out.waits_for)
         return out
 
     policy.decide = counting  # type: ignore[method-assign]
@@ -464,25 +464,50 @@ def test_no_promise_where_arrivals_may_start_or_rank_first(make) -> None:
     view = sim.next_view()
     while view is not None:
         out = policy.decide(view)
-        assert out.idle_until_free == 0
+        assert out.waits_for is None
         sim.apply(out)
         view = sim.next_view()
 
 
+def _started(sim: Simulator, *starts: tuple[str, int, tuple[int, ...]]) -> None:
+    sim.apply(Decisions(starts=tuple(Start(j, Placement((NodeAlloc(n, g),))) for j, n, g in starts)))
+
+
+def test_only_a_release_that_could_place_the_job_waited_for_ends_the_promise() -> None:
+    """FIFO's head needs 4 GPUs on one node: an arrival, then a release leaving 4 free on two
+    nodes, make no pass (both counted as decisions); the release freeing a whole node does."""
+    cluster = load_cluster("1x2x4")
+    rows = [(0.0, 100.0, 2, "", None), (0.0, 300.0, 2, "", None), (10.0, 50.0, 4, "", None)]
+    rows += [(50.0, 50.0, 1, "", None), (0.0, 60.0, 1, "", None)]
+    sim = Simulator(make_trace(rows, 8), cluster, config=SimConfig(speed_model="none"))
+    assert sim.next_view() is not None
+    _started(sim, ("j0", 0, (0, 1)), ("j1", 1, (0, 1)), ("j4", 1, (2,)))
+    fifo = make_policy("fifo", "first-fit")
+    view = sim.next_view()
+    assert view is not None and view.now == 10.0
+    out = fifo.decide(view)
+    assert not out.starts and out.waits_for is not None and out.waits_for.job_id == "j2"
+    sim.apply(out)
+    view = sim.next_view()
+    assert view is not None and view.now == 100.0  # not the arrival at 50, nor j4's end at 60
+    assert sim.decisions == 4  # the two skipped passes are counted
+    assert [s.job_id for s in fifo.decide(view).starts] == ["j2", "j3"]  # j3 waited behind j2
+
+
 def test_a_wake_up_voids_the_promise() -> None:
-    """A pass that promised to wait for 8 GPUs is asked again at its wake-up, though none freed."""
+    """A pass that promised to wait for an 8-GPU job is asked again at its wake-up, though no GPU freed."""
     cluster = load_cluster("1x1x8")
     trace = make_trace([(0.0, 1000.0, 4, "", None), (10.0, 50.0, 8, "", None), (20.0, 50.0, 1, "", None)], 8)
     sim = Simulator(trace, cluster, config=SimConfig(speed_model="none"))
-    view = sim.next_view()
-    assert view is not None and view.now == 0.0
-    sim.apply(Decisions(starts=(Start("j0", Placement((NodeAlloc(0, (0, 1, 2, 3)),))),)))
+    assert sim.next_view() is not None
+    _started(sim, ("j0", 0, (0, 1, 2, 3)))
     view = sim.next_view()
     assert view is not None and view.now == 10.0
-    sim.apply(Decisions(idle_until_free=8, wake_at=15.0))
+    (waiting,) = view.pending
+    sim.apply(Decisions(waits_for=waiting, wake_at=15.0))
     view = sim.next_view()
     assert view is not None and view.now == 15.0  # the wake-up, not the arrival at 20
-    sim.apply(Decisions(idle_until_free=8))
+    sim.apply(Decisions(waits_for=waiting))
     assert sim.next_view() is not None and sim.now == 1000.0  # arrival at 20 skipped, release at 1000
     assert sim.decisions == 4  # the skipped arrival's pass is counted
 
@@ -498,12 +523,12 @@ def test_a_job_that_may_spread_voids_the_promise() -> None:
     )
     view = sim.next_view()
     assert view is not None
-    sim.apply(Decisions(starts=tuple(Start(f"j{n}", Placement((NodeAlloc(n, (0,)),))) for n in range(4))))
+    _started(sim, *((f"j{n}", n, (0,)) for n in range(4)))
     fifo = make_policy("fifo", "first-fit")
     view = sim.next_view()
     assert view is not None and view.now == 10.0
     out = fifo.decide(view)
-    assert not out.starts and out.idle_until_free == 4  # two nodes of two GPUs: none has them
+    assert not out.starts and out.waits_for is not None  # two nodes of two GPUs: none has them
     sim.apply(out)
     view = sim.next_view()
     assert view is not None and view.now == 110.0  # its spread, not the arrival at 50

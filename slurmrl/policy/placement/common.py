@@ -93,6 +93,31 @@ def eligible(job: JobView, pool: GpuPool) -> np.ndarray:
     return mask
 
 
+def could_hold(job: JobView, pool: GpuPool, now: float) -> bool:
+    """Whether the nodes ``job`` may use hold its GPUs free: the ``k`` of its GPU type with most free GPUs.
+
+    ``k`` is the node count it may span at ``now`` (every node when any
+    will do). A condition every placement needs, since each honours the
+    type and the node count: :class:`~slurmrl.policy.backfill.NodeBound`
+    keeps it on counts while a reservation releases jobs.
+    """
+    need = job.gpus
+    if need > pool.total_free:
+        return False
+    counts = pool.free_count
+    if job.gpu_type:
+        type_mask = tables(pool.cluster).type_masks.get(job.gpu_type)
+        if type_mask is None:
+            return False
+        counts = counts[type_mask]
+    k = job.max_nodes(now)
+    if k is None or k >= counts.size:
+        return int(counts.sum()) >= need
+    if k == 1:
+        return int(counts.max()) >= need
+    return int(np.partition(counts, counts.size - k)[counts.size - k :].sum()) >= need
+
+
 def allowed_mask(allowed: frozenset[int], size: int) -> np.ndarray:
     """Boolean node mask of a job's usable nodes (``JobView.allowed_nodes``)."""
     mask = np.zeros(size, dtype=bool)
