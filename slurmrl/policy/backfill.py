@@ -336,7 +336,8 @@ class NodeBound:
     least its GPUs (``k`` = the nodes it may span now, all nodes when any
     number will do). Free counts only grow while a reservation releases
     jobs, so the counts are kept as plain ints with a histogram of them, and
-    the condition, once met, stays met.
+    the condition, once met, stays met (``could_hold`` checks it once, on a
+    pool).
     """
 
     __slots__ = ("_need", "_k", "_counts", "_eligible", "_hist", "_met")

@@ -29,6 +29,7 @@ from slurmrl.policy.ordering.limits import SrtfLimit
 from slurmrl.policy.ordering.oracle import SrtfOracle
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler
 from slurmrl.policy.ordering.tiresias import Tiresias
+from slurmrl.policy.placement.common import could_hold
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
 from slurmrl.policy.view import ClusterView, Decisions, JobView, Start, by_job_id
@@ -116,6 +117,20 @@ def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], p
     policy.before_pass(view)
     shadow, mask = policy.reservation(view, view.pool.copy(), head)
     assert_same_reservation(shadow, mask, plain_reservation(view, head, placement), view.pool)
+
+
+@settings(max_examples=150, deadline=None)
+@given(busy_views(), st.sampled_from(PLACEMENTS + ("type-aware", "interference-aware")))
+def test_could_hold_is_the_node_bound_and_every_placement_needs_it(
+    case: tuple[ClusterView, JobView], placement: str
+) -> None:
+    """The one-shot check a FIFO promise is ended by is NodeBound's condition, and no placement
+    places a job it refuses."""
+    view, head = case
+    held = could_hold(head, view.pool, view.now)
+    assert held == NodeBound(head, view.pool.copy(), view.now).possible()
+    if not held:
+        assert make_placement(placement).place(head, view.pool, view) is None
 
 
 @settings(max_examples=150, deadline=None)
