@@ -233,7 +233,7 @@ class Simulator:
         self.decisions = 0
         self._pass_due = False
         # The last pass's promise (Decisions.waits_for), whether GPUs were freed
-        # since, and whether an event since voided it (a wake-up, a spread, a requeue).
+        # since, and whether an event since voided it (a wake-up, a spread).
         self._waits_for: JobView | None = None
         self._released = False
         self._forced = False
@@ -621,7 +621,7 @@ class Simulator:
                 preemptions=run.preemptions,
             )
             self.pending[job_id] = run.view
-            self._pass_due = self._forced = True
+            self._pass_due = True
             return
         run.end = now
         self.finished_count += 1
