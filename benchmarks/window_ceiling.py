@@ -15,10 +15,11 @@ bound, never deployable) and replays the same windows under
     O           the clairvoyant reference of the lead's kind (srtf-oracle for a
                 preemptive lead, sjf-oracle otherwise), free to rank every job
 
-on the training side's validation window only (never a held-out entry),
-several workload seeds. If a window row sits near the lead, no scorer of
-that window can earn much, and better training cannot help; if it sits
-near O, the action space has the room and the agent lacks the knowledge.
+on training-side windows only (scenarios of role "train"; the default is the
+contended validation window), several workload seeds. If a window row sits
+near the lead, even knowing every run time earns little there and better
+training is unlikely to help; if it sits near O, the action space has the
+room and the agent lacks the knowledge.
 
     python benchmarks/window_ceiling.py [--scenario philly-448-week2-val] [--seeds 0,1,2]
         [--leads gittins-limit,sjf-limit] [--windows time:32,gpu-time:128] [--placement topology] [--jobs 2]
@@ -39,6 +40,7 @@ from slurmrl.policy.view import ClusterView
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.lead import lead_policy
 from slurmrl.rl.window_policy import LedStep, WindowPolicy
+from slurmrl.scenarios.catalog import get_scenario
 from slurmrl.sim.experiment import prepare, run_policy
 
 NEVER = -1e15  # the score of "stop": below any job's
@@ -114,6 +116,11 @@ def main() -> None:
     parser.add_argument("--placement", default="topology")
     parser.add_argument("--jobs", type=int, default=2)
     a = parser.parse_args()
+    role = get_scenario(a.scenario).role
+    if role != "train":
+        raise SystemExit(
+            f"--scenario {a.scenario} has role '{role}': this benchmark reads training-side windows only"
+        )
     seeds = [int(s) for s in a.seeds.split(",")]
     leads = a.leads.split(",")
     rows = ("lead", *variants(a.windows), "O")
