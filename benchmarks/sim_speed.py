@@ -408,7 +408,10 @@ def main() -> None:
     parser.add_argument("args", nargs="*", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.phases_of:
+        from slurmrl.process_settings import skip_last_collection
+
         instrumented(opts.phases_of, opts.args)
+        skip_last_collection()  # as the command's own process ends (slurmrl.cli.run)
         return
     adopt_orphans()
     if not opts.scale_only:

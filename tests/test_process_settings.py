@@ -87,3 +87,33 @@ def test_every_command_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) 
     result = CliRunner().invoke(main, ["policies"])
     assert result.exception is None, result.output
     assert all(os.environ[name] == "1" for name in BLAS_THREAD_VARIABLES)
+
+
+# The console script's entry, with an atexit handler registered first.
+ENTRY = """
+import atexit, gc, sys
+atexit.register(lambda: print("atexit ran, frozen:", gc.get_freeze_count() > 0, file=sys.stderr))
+from slurmrl.cli import {fn}
+sys.argv[0] = "slurmrl"
+{fn}()
+"""
+
+
+def _entry(fn: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", ENTRY.format(fn=fn), *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize("args", [("policies",), ("simulate", "--policy", "no-such-policy")])
+def test_exiting_without_the_last_collection_keeps_output_exit_code_and_atexit(args: tuple[str, ...]) -> None:
+    """The console script skips the interpreter's last collection; what a command prints and returns is the same."""
+    skipped, plain = _entry("run", *args), _entry("main", *args)
+    assert skipped.returncode == plain.returncode
+    assert skipped.stdout == plain.stdout
+    assert skipped.stderr.endswith("atexit ran, frozen: True\n")
+    assert plain.stderr.endswith("atexit ran, frozen: False\n")
+    assert skipped.stderr.removesuffix("True\n") == plain.stderr.removesuffix("False\n")
+    assert (skipped.returncode == 0) == (args == ("policies",))
+    if skipped.returncode == 0:
+        assert skipped.stdout.count("\n") > 10

@@ -7,13 +7,12 @@ Subcommands are imported only when invoked (click's lazy-group pattern), so
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
 from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
-from slurmrl.process_settings import one_blas_thread
+from slurmrl.process_settings import one_blas_thread, skip_last_collection
 
 # name -> "module:attribute" of the click command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -77,8 +76,11 @@ def main() -> None:
 
 
 def run() -> None:  # pragma: no cover - console-script shim
-    main(prog_name="slurmrl")
+    try:
+        main(prog_name="slurmrl")
+    finally:
+        skip_last_collection()  # the command is done: exiting need not walk what it built
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()
