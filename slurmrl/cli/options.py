@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -218,20 +218,24 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         trace=opts.get("trace"),
         cluster=opts.get("cluster"),
         scenario=opts.get("scenario"),
-        arrival_scale=opts.get("arrival_scale"),
-        target_load=opts.get("target_load"),
         seed=opts.get("seed", 0) if seed is None else seed,
-        skip_bad=opts.get("skip_bad", False),
-        start=opts.get("start"),
-        end=opts.get("end"),
-        vcs=tuple(opts.get("vcs") or ()),
-        max_gpus=opts.get("max_gpus"),
-        limit=opts.get("limit"),
-        trace_format=opts.get("trace_format", "auto"),
-        limit_model=opts.get("limit_model", DEFAULT_LIMIT_MODEL),
+        **workload_keywords(opts),
     )
     report_skipped(workload)
     return workload
+
+
+def workload_keywords(opts: dict) -> dict[str, Any]:
+    """``prepare``'s keywords among the parsed options (those absent keep ``prepare``'s defaults).
+
+    One list for the command's own workload and for the cells that replay it
+    (``compare``, ``--seeds``): an option missing from it would be silently
+    dropped on the way to the replays.
+    """
+    given = {k: opts[k] for k in CELL_WORKLOAD_OPTIONS if k in opts}
+    if "vcs" in given:
+        given["vcs"] = tuple(given["vcs"] or ())
+    return given
 
 
 def report_skipped(workload: Workload) -> None:
@@ -243,7 +247,8 @@ def report_skipped(workload: Workload) -> None:
         )
 
 
-# The workload options a cell carries among its options (prepare()'s keywords the CLI offers).
+# prepare()'s keywords the CLI offers besides trace, cluster, scenario and seed (the
+# cell's own fields): what a command's workload and each cell replaying it are built from.
 CELL_WORKLOAD_OPTIONS = (
     "arrival_scale",
     "target_load",
@@ -254,6 +259,7 @@ CELL_WORKLOAD_OPTIONS = (
     "max_gpus",
     "limit",
     "trace_format",
+    "limit_model",
 )
 
 

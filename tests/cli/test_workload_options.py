@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -163,6 +164,34 @@ def test_compare_records_the_settings_in_its_table_json(tmp_path: Path) -> None:
     assert meta["speed_model"] == "full" and meta["arrival_scale"] == 1.0
     run = json.loads((tmp_path / "runs" / "fifo+first-fit" / "summary.json").read_text())
     assert run["speed_model"] == "full" and run["meta"]["locality"] == "pack"
+
+
+@pytest.mark.parametrize("command", ["simulate", "compare", "evaluate"])
+def test_every_workload_option_reaches_the_replays_of_compare_and_seeds(command: str) -> None:
+    """Each option the command offers that shapes the workload is carried into its cells.
+
+    ``compare`` and ``--seeds`` replay cells rebuilt from the options; one
+    left out of the list that builds them is silently replaced by its
+    default there (``--limits`` once was).
+    """
+    from slurmrl.cli.options import CELL_WORKLOAD_OPTIONS
+    from slurmrl.grid.cells import WORKLOAD_DEFAULTS
+
+    cli = main.get_command(click.Context(main), command)
+    assert cli is not None
+    offered = {p.name for p in cli.params} & set(WORKLOAD_DEFAULTS)
+    assert offered and offered <= set(CELL_WORKLOAD_OPTIONS)
+
+
+@pytest.mark.parametrize("limits", ["user", "lognormal"])
+def test_compare_and_seeds_replay_the_limits_asked_for(limits: str, tmp_path: Path) -> None:
+    args = [*SMALL, "--limits", limits]
+    one = json.loads(_ok("simulate", *args, "--policy", "fifo-backfill", "--json").output)
+    compared = json.loads(_ok("compare", *args, "--policies", "fifo-backfill", "--json").output)
+    _ok("simulate", *args, "--policy", "fifo-backfill", "--seeds", "2", "--out", str(tmp_path))
+    seeded = json.loads((tmp_path / "seed-0" / "summary.json").read_text())
+    assert one["meta"]["time_limits"] == seeded["meta"]["time_limits"] == limits
+    assert compared[0]["avg_jct"] == seeded["avg_jct"] == one["avg_jct"]
 
 
 def test_evaluate_takes_the_same_settings() -> None:
