@@ -194,6 +194,35 @@ def test_compare_and_seeds_replay_the_limits_asked_for(limits: str, tmp_path: Pa
     assert compared[0]["avg_jct"] == seeded["avg_jct"] == one["avg_jct"]
 
 
+def test_compare_and_seeds_replay_what_simulate_replays_under_every_flag(tmp_path: Path) -> None:
+    """Every workload option and simulator setting at once, off its default: the same replay three ways."""
+    args = [
+        *SMALL,
+        "--limits",
+        "lognormal",
+        "--arrival-scale",
+        "1.5",
+        "--speed-model",
+        "full",
+        "--locality",
+        "relax:600",
+        "--enforce-limits",
+        "--reveal-models",
+        "--reference-gpu",
+        "v100",
+        "--elastic",
+        "fraction:0.5",
+    ]
+    one = json.loads(_ok("simulate", *args, "--policy", "afs", "--json").output)
+    compared = json.loads(_ok("compare", *args, "--policies", "afs", "--json").output)
+    _ok("simulate", *args, "--policy", "afs", "--seeds", "2", "--out", str(tmp_path))
+    seeded = json.loads((tmp_path / "seed-0" / "summary.json").read_text())
+    meta = {k: v for k, v in one["meta"].items() if k not in ("decisions", "wall_seconds")}
+    assert {k: seeded["meta"].get(k) for k in meta} == meta
+    for key in ("avg_jct", "makespan", "killed", "finished"):
+        assert compared[0][key] == seeded[key] == one[key]
+
+
 def test_evaluate_takes_the_same_settings() -> None:
     out = json.loads(_ok("evaluate", "--policy", "fifo", *SMALL, "--speed-model", "none", "--json").output)
     assert out["speed_model"] == "none" and out["meta"]["speed_model"] == "none"
