@@ -13,6 +13,19 @@ from click.testing import CliRunner, Result
 from slurmrl.cli import main
 
 SMALL = ["--trace", "embedded:philly-sample", "--cluster", "1x2x8:v100", "--limit", "60", "--no-progress"]
+# Options and settings off their defaults (the speed model and elastic rule are each test's own).
+OFF_DEFAULT = [
+    "--locality",
+    "relax:600",
+    "--enforce-limits",
+    "--reveal-models",
+    "--reference-gpu",
+    "v100",
+    "--arrival-scale",
+    "1.5",
+    "--limits",
+    "lognormal",
+]
 
 
 def _invoke(*args: str) -> Result:
@@ -86,20 +99,7 @@ def test_bad_settings_are_one_line_errors(args: list[str], words: list[str]) -> 
 
 
 def test_every_setting_is_recorded_in_summary_json_and_json_output(tmp_path: Path) -> None:
-    settings = [
-        "--speed-model",
-        "none",
-        "--locality",
-        "relax:600",
-        "--enforce-limits",
-        "--reveal-models",
-        "--reference-gpu",
-        "v100",
-        "--arrival-scale",
-        "1.5",
-        "--limits",
-        "lognormal",
-    ]
+    settings = ["--speed-model", "none", *OFF_DEFAULT]
     printed = json.loads(_ok("simulate", *SMALL, *settings, "--json", "--out", str(tmp_path)).output)
     saved = json.loads((tmp_path / "summary.json").read_text())
     for out in (printed, saved):
@@ -196,23 +196,7 @@ def test_compare_and_seeds_replay_the_limits_asked_for(limits: str, tmp_path: Pa
 
 def test_compare_and_seeds_replay_what_simulate_replays_under_every_flag(tmp_path: Path) -> None:
     """Every workload option and simulator setting at once, off its default: the same replay three ways."""
-    args = [
-        *SMALL,
-        "--limits",
-        "lognormal",
-        "--arrival-scale",
-        "1.5",
-        "--speed-model",
-        "full",
-        "--locality",
-        "relax:600",
-        "--enforce-limits",
-        "--reveal-models",
-        "--reference-gpu",
-        "v100",
-        "--elastic",
-        "fraction:0.5",
-    ]
+    args = [*SMALL, *OFF_DEFAULT, "--speed-model", "full", "--elastic", "fraction:0.5"]
     one = json.loads(_ok("simulate", *args, "--policy", "afs", "--json").output)
     compared = json.loads(_ok("compare", *args, "--policies", "afs", "--json").output)
     _ok("simulate", *args, "--policy", "afs", "--seeds", "2", "--out", str(tmp_path))
