@@ -85,7 +85,8 @@ def skip_last_collection() -> None:
     as usual, so buffered files are still flushed and ``atexit`` handlers
     still run. Objects in a reference cycle are not finalised, as the
     operating system reclaims their memory and descriptors anyway. ``python
-    -c`` around ``slurmrl simulate --json`` of the shared Philly weeks under
-    fifo, alternated: 2.36-2.45 s of process wall against 2.54-2.59 s.
+    benchmarks/sim_speed.py --only fifo`` (the shared Philly weeks under fifo),
+    alternated twice with the code before: 2.37-2.45 s of process wall
+    against 2.58-2.59 s.
     """
     gc.freeze()
