@@ -37,7 +37,10 @@ so each start's warm-up and paired replay are played once and reused: the
 saving grows with the run (more episodes revisit a start), so compare strides
 over runs of the same length, the longer the closer to a whole training run.
 
-    python benchmarks/train_speed.py [--updates 30] [--seed 0] [--env-only] [--start-stride N]
+With ``--update-epochs E`` the PPO update passes E times over each rollout
+instead of the recipe's 4 (the update's share of the CPU shrinks with E).
+
+    python benchmarks/train_speed.py [--updates 30] [--seed 0] [--env-only] [--start-stride N] [--update-epochs E]
 """
 
 from __future__ import annotations
@@ -169,6 +172,12 @@ def main() -> None:
         default=1,
         help="the recipe with `--start-stride N` (episodes start at every N-th job, warm-ups reused)",
     )
+    parser.add_argument(
+        "--update-epochs",
+        type=int,
+        default=0,
+        help="the recipe with `--update-epochs E` (default: the recipe's own, 4)",
+    )
     args = parser.parse_args()
     if args.env_only:
         print_env_ms()
@@ -178,6 +187,7 @@ def main() -> None:
         parser.error(f"--updates must be a multiple of {VALIDATE_EVERY}, at least {2 * VALIDATE_EVERY}")
     with tempfile.TemporaryDirectory() as tmp:
         extra = ["--start-stride", str(args.start_stride)] if args.start_stride != 1 else []
+        extra += ["--update-epochs", str(args.update_epochs)] if args.update_epochs else []
         wall = run(args.updates, args.seed, Path(tmp) / "run", extra)
         cpu = cpu_by_update(Path(tmp) / "run" / "log.csv")
     last = max(cpu)
@@ -186,6 +196,7 @@ def main() -> None:
     decisions = BUDGET_CPU_S / per_update * DECISIONS_PER_UPDATE
     verdict = "met" if decisions >= TARGET_DECISIONS else "missed"
     stride = f", --start-stride {args.start_stride}" if args.start_stride != 1 else ""
+    stride += f", --update-epochs {args.update_epochs}" if args.update_epochs else ""
     print(
         f"topdrl recipe{stride}, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions"
     )

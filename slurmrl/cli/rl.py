@@ -39,6 +39,7 @@ class TrainRequest:
     gamma: float | None = None
     learning_rate: float | None = None
     target_kl: float | None = None
+    update_epochs: int | None = None
     makespan_weight: float | None = None
     warm_policy: str | None = None
     warm_jobs: int | None = None
@@ -88,6 +89,7 @@ def train_topdrl(req: TrainRequest) -> None:
         gamma=req.gamma if req.gamma is not None else 0.999,
         learning_rate=req.learning_rate if req.learning_rate is not None else 3e-3,
         target_kl=req.target_kl if req.target_kl is not None else 0.02,
+        **_given(update_epochs=req.update_epochs),
         # No yardstick inside the run: a replay of a whole training week (the only
         # window long enough to queue, see held_out_workload) costs about a minute;
         # `slurmrl evaluate --policy DIR --scenario philly-512-week2` measures it after.
@@ -216,6 +218,7 @@ def train_maifs(req: TrainRequest) -> None:
         gamma=req.gamma,
         learning_rate=req.learning_rate,
         target_kl=req.target_kl,
+        update_epochs=req.update_epochs,
         wall_limit=req.wall_limit,
         lead=req.lead,
         validate=req.validate,
@@ -321,6 +324,12 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 @click.option(
     "--target-kl", type=float, default=None, help="Early-stop KL per update; default: the trainer's."
 )
+@click.option(
+    "--update-epochs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="topdrl, maifs: passes over each rollout per PPO update; default: the trainer's (4).",
+)
 @click.option("--makespan-weight", type=float, default=None, help="Weight of the elapsed-time reward term.")
 @click.option("--warm-policy", default=None, help="Heuristic that schedules before the agent takes over.")
 @click.option(
@@ -400,6 +409,10 @@ def train(policy: str, scenarios: str, seeds: int, no_progress: bool, **opts: ob
                 hint="see `slurmrl scenarios`",
             )
     _check_validate_seeds(policy, opts)
+    if opts["update_epochs"] is not None and policy not in ("topdrl", "maifs"):
+        raise click.ClickException(
+            f"--update-epochs: {policy} trains without PPO epochs; topdrl and maifs have them"
+        )
     if opts["start_stride"] is not None and policy != "topdrl":
         raise click.ClickException(
             f"--start-stride: only topdrl's episodes start at a stride, not {policy}'s"

@@ -283,3 +283,31 @@ def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> N
     env = maifs.ElasticEnv(asked[1].env, workloads=[small_workload(20)])
     windows = maifs.checkpoint_windows(env, asked[1])
     assert [(w.label, w.seed) for w in windows] == [(windows[0].label, 0), (windows[0].label, 1)]
+
+
+def test_update_epochs_reach_topdrl_and_maifs_and_no_other_trainer(tmp_path: Path, monkeypatch) -> None:
+    """Both PPO trainers run the epochs asked; left out, each keeps its own default; harmony has none."""
+    import slurmrl.rl.maifs.trainer as maifs
+    import slurmrl.rl.ppo as ppo
+
+    asked: list[object] = []
+    monkeypatch.setattr(
+        ppo, "train", lambda cfg, out, **_: asked.append(cfg) or ppo.TrainResult(out, 0, 0, 0.0, 0.0)
+    )
+    monkeypatch.setattr(
+        maifs, "train", lambda cfg, out, **_: asked.append(cfg) or maifs.MaifsResult(out, 0, 0, 0.0, 0.0, 0.0)
+    )
+    runner = CliRunner()
+    topdrl = ["train", "--scenario", "philly-512-week1", "--lead", "sjf-limit", "--no-progress"]
+    maifs_args = ["train", "--policy", "maifs", "--scenario", "philly-512-week1", "--no-progress"]
+    for n, args in enumerate((topdrl, maifs_args)):
+        res = runner.invoke(main, [*args, "--update-epochs", "2", "--out", str(tmp_path / f"two-{n}")])
+        assert res.exception is None, res.output
+        res = runner.invoke(main, [*args, "--out", str(tmp_path / f"default-{n}")])
+        assert res.exception is None, res.output
+    assert [cfg.update_epochs for cfg in asked] == [2, 4, 2, 4]
+    res = runner.invoke(main, [*HARMONY, "--update-epochs", "2", "--out", str(tmp_path / "harmony")])
+    assert res.exit_code == 1 and "--update-epochs: harmony" in res.output and len(asked) == 4
+    assert not (tmp_path / "harmony").exists()
+    res = runner.invoke(main, [*topdrl, "--update-epochs", "0", "--out", str(tmp_path / "zero")])
+    assert res.exit_code == 2 and "--update-epochs" in res.output
