@@ -141,8 +141,8 @@ class Handover:
     groups: RunTimeHistory
 
 
-# Hand-overs one store keeps: about 8 MB each after the recipe's warm-up of 6,144
-# Philly jobs (benchmarks/train_speed.py prints it), so about 1 GB; beyond it the
+# Hand-overs one store keeps: about 10 MB each after the recipe's warm-up of 6,144
+# Philly jobs (benchmarks/train_speed.py prints it), so about 1.3 GB; beyond it the
 # least recently used is dropped.
 MAX_HANDOVERS = 128
 
