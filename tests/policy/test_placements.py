@@ -144,6 +144,41 @@ def test_interference_aware_separates_sensitive_jobs() -> None:
     assert got is not None and got.nodes == (0,)  # an insensitive job may sit next to anything
 
 
+def test_interference_aware_counts_only_the_jobs_a_pool_still_holds() -> None:
+    """On a scratch pool (a reservation's releases, a preemptive pass's victims) a released job is no neighbour."""
+    cluster = make_cluster(1, 2, intra="nvswitch")
+    pool = GpuPool(cluster)
+    hot = Placement.of([(0, [0, 1, 2, 3, 4, 5])])
+    cold = Placement.of([(1, [0, 1, 2, 3])])
+    pool.allocate(hot)
+    pool.allocate(cold)
+    runs = (
+        JobView("hot", 6, 0.0, model="hot", start_time=0.0, placement=hot),
+        JobView("cold", 4, 0.0, model="cold", start_time=0.0, placement=cold),
+    )
+    view = ClusterView(10.0, cluster, pool.readonly(), (), runs, ())
+    place = InterferenceAware(sensitivity={"hot": 0.9, "cold": 0.0}.get)
+    job = JobView("j", 2, 0.0, model="hot")
+    got = place.place(job, pool, view)
+    assert got is not None and got.nodes == (1,)  # away from the running hot job
+    scratch = pool.copy()
+    scratch.release(Placement.of([(1, [0, 1, 2, 3])]))  # the cold job ends first: node 1 all free
+    scratch.release(hot)  # then the hot one: it is gone when the job would start
+    got = place.place(job, scratch, view)
+    assert got is not None and got.nodes == (0,)  # best fit, nothing sensitive left
+    assert place.place(job, pool, view).nodes == (1,)  # the probe changed no later answer
+    # A start confirmed in the pass is a neighbour until a scratch pool releases it too.
+    second = Placement.of([(1, [4, 5])])
+    place.confirm(JobView("s", 2, 0.0, model="hot"), second, view)
+    walk = pool.copy()
+    walk.allocate(second)
+    assert place._neighbours(walk, view).tolist() == [0.9, 0.9]
+    released = walk.copy()
+    released.release(second)
+    released.release(hot)
+    assert place._neighbours(released, view).tolist() == [0.0, 0.0]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     intra=st.sampled_from(["nvlink:4", "nvlink:2", "pcie", "nvswitch"]),

@@ -60,6 +60,12 @@ class InterferenceAware:
         self._cache: dict[str, float] = {}
         self._view: ClusterView | None = None
         self._node_sens: np.ndarray = np.zeros(0)
+        # Of the same view: the GPUs held by its running jobs and the pass's
+        # confirmed starts, the starts themselves, and (built on first need)
+        # per node the (sensitivity, GPUs there) of every job holding some.
+        self._held: np.ndarray = np.zeros((0, 0), dtype=bool)
+        self._confirmed: list[tuple[float, Placement]] = []
+        self._on_node: list[list[tuple[float, list[int]]]] | None = None
 
     def sensitivity(self, model: str) -> float:
         s = self._cache.get(model)
@@ -68,10 +74,30 @@ class InterferenceAware:
         return s
 
     def _neighbours(self, pool: GpuPool, view: ClusterView | None) -> np.ndarray:
-        """Highest sensitivity among the running jobs on each node, and the pass's confirmed starts."""
+        """Highest sensitivity on each node among the jobs that hold GPUs in ``pool``.
+
+        Those are the view's running jobs and the pass's confirmed starts,
+        less any whose GPUs ``pool`` has free: a backfill reservation asks on
+        a scratch pool where the jobs that end before the head's start are
+        released, a preemptive pass on one without its victims, and neither
+        of those jobs is a neighbour then.
+        """
         if view is None:
             return np.zeros(len(pool.cluster.nodes))
-        return self._neighbours_of(view)
+        sens = self._neighbours_of(view)
+        if not sens.any():
+            return sens  # no sensitive job anywhere: nothing to take away
+        gone = pool.free & self._held
+        touched = np.flatnonzero(gone.any(axis=1) & (sens > 0))
+        if not touched.size:
+            return sens
+        on_node = self._jobs_on_nodes(view)
+        sens = sens.copy()
+        free = pool.free
+        for node in touched.tolist():
+            row = free[node]
+            sens[node] = max((s for s, gpus in on_node[node] if not row[gpus].all()), default=0.0)
+        return sens
 
     def _neighbours_of(self, view: ClusterView) -> np.ndarray:
         """Built once per view from its running jobs; :meth:`confirm` adds the pass's starts."""
@@ -85,7 +111,21 @@ class InterferenceAware:
                     if s > sens[node]:
                         sens[node] = s
             self._view, self._node_sens = view, sens
+            self._held, self._confirmed, self._on_node = ~view.pool.free, [], None
         return self._node_sens
+
+    def _jobs_on_nodes(self, view: ClusterView) -> list[list[tuple[float, list[int]]]]:
+        """Per node, (sensitivity, its GPUs there) of every running job and confirmed start of ``view``."""
+        if self._on_node is None:
+            on_node: list[list[tuple[float, list[int]]]] = [[] for _ in view.cluster.nodes]
+            placed = [
+                (self.sensitivity(j.model), j.placement) for j in view.running if j.placement is not None
+            ]
+            for s, placement in placed + self._confirmed:
+                for a in placement.allocs:
+                    on_node[a.node].append((s, list(a.gpus)))
+            self._on_node = on_node
+        return self._on_node
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
         job = node_request(job, view)
@@ -118,3 +158,9 @@ class InterferenceAware:
         mine = self.sensitivity(job.model)
         for node in placement.nodes:
             neigh[node] = max(neigh[node], mine)
+        self._confirmed.append((mine, placement))
+        for a in placement.allocs:
+            self._held[a.node, list(a.gpus)] = True
+        if self._on_node is not None:
+            for a in placement.allocs:
+                self._on_node[a.node].append((mine, list(a.gpus)))
