@@ -66,6 +66,7 @@ class InterferenceAware:
         self._held: np.ndarray = np.zeros((0, 0), dtype=bool)
         self._confirmed: list[tuple[float, Placement]] = []
         self._on_node: list[list[tuple[float, list[int]]]] | None = None
+        self._hot = False  # any sensitive job among them
 
     def sensitivity(self, model: str) -> float:
         s = self._cache.get(model)
@@ -85,9 +86,11 @@ class InterferenceAware:
         if view is None:
             return np.zeros(len(pool.cluster.nodes))
         sens = self._neighbours_of(view)
-        if not sens.any():
+        if not self._hot:
             return sens  # no sensitive job anywhere: nothing to take away
         gone = pool.free & self._held
+        if not gone.any():
+            return sens  # most pools: the view's, less the pass's starts
         touched = np.flatnonzero(gone.any(axis=1) & (sens > 0))
         if not touched.size:
             return sens
@@ -112,6 +115,7 @@ class InterferenceAware:
                         sens[node] = s
             self._view, self._node_sens = view, sens
             self._held, self._confirmed, self._on_node = ~view.pool.free, [], None
+            self._hot = bool(sens.any())
         return self._node_sens
 
     def _jobs_on_nodes(self, view: ClusterView) -> list[list[tuple[float, list[int]]]]:
@@ -159,6 +163,7 @@ class InterferenceAware:
         for node in placement.nodes:
             neigh[node] = max(neigh[node], mine)
         self._confirmed.append((mine, placement))
+        self._hot = self._hot or mine > 0
         for a in placement.allocs:
             self._held[a.node, list(a.gpus)] = True
         if self._on_node is not None:
