@@ -246,8 +246,8 @@ def test_start_stride_reaches_topdrl_episodes_and_no_other_trainer(tmp_path: Pat
     assert res.exit_code == 2 and "--start-stride" in res.output
 
 
-def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> None:
-    """Both trainers replay each seed of their validation window per check (topdrl's led default window too)."""
+def record_ppo_trainers(monkeypatch) -> list[object]:
+    """topdrl's and maifs's trainers replaced by ones that record the config they are given."""
     import slurmrl.rl.maifs.trainer as maifs
     import slurmrl.rl.ppo as ppo
 
@@ -258,6 +258,14 @@ def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setattr(
         maifs, "train", lambda cfg, out, **_: asked.append(cfg) or maifs.MaifsResult(out, 0, 0, 0.0, 0.0, 0.0)
     )
+    return asked
+
+
+def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> None:
+    """Both trainers replay each seed of their validation window per check (topdrl's led default window too)."""
+    import slurmrl.rl.maifs.trainer as maifs
+
+    asked = record_ppo_trainers(monkeypatch)
     runner = CliRunner()
     topdrl = ["train", "--scenario", "philly-512-week1", "--lead", "sjf-limit", "--no-progress"]
     res = runner.invoke(main, [*topdrl, "--validate-seeds", "3", "--out", str(tmp_path / "topdrl")])
@@ -287,16 +295,7 @@ def test_validate_seeds_reach_topdrl_and_maifs(tmp_path: Path, monkeypatch) -> N
 
 def test_update_epochs_reach_topdrl_and_maifs_and_no_other_trainer(tmp_path: Path, monkeypatch) -> None:
     """Both PPO trainers run the epochs asked; left out, each keeps its own default; harmony has none."""
-    import slurmrl.rl.maifs.trainer as maifs
-    import slurmrl.rl.ppo as ppo
-
-    asked: list[object] = []
-    monkeypatch.setattr(
-        ppo, "train", lambda cfg, out, **_: asked.append(cfg) or ppo.TrainResult(out, 0, 0, 0.0, 0.0)
-    )
-    monkeypatch.setattr(
-        maifs, "train", lambda cfg, out, **_: asked.append(cfg) or maifs.MaifsResult(out, 0, 0, 0.0, 0.0, 0.0)
-    )
+    asked = record_ppo_trainers(monkeypatch)
     runner = CliRunner()
     topdrl = ["train", "--scenario", "philly-512-week1", "--lead", "sjf-limit", "--no-progress"]
     maifs_args = ["train", "--policy", "maifs", "--scenario", "philly-512-week1", "--no-progress"]
