@@ -195,10 +195,10 @@ def main() -> None:
     per_1024 = per_update * 1024 / DECISIONS_PER_UPDATE
     decisions = BUDGET_CPU_S / per_update * DECISIONS_PER_UPDATE
     verdict = "met" if decisions >= TARGET_DECISIONS else "missed"
-    stride = f", --start-stride {args.start_stride}" if args.start_stride != 1 else ""
-    stride += f", --update-epochs {args.update_epochs}" if args.update_epochs else ""
+    flags = f", --start-stride {args.start_stride}" if args.start_stride != 1 else ""
+    flags += f", --update-epochs {args.update_epochs}" if args.update_epochs else ""
     print(
-        f"topdrl recipe{stride}, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions"
+        f"topdrl recipe{flags}, seed {args.seed}: {last} updates, {last * DECISIONS_PER_UPDATE:,} decisions"
     )
     print(f"wall_s {wall:.1f}  cpu_s {cpu[last]:.1f}  per_1024 {per_1024:.2f} CPU-s (validation included)")
     print(f"in_30_cpu_min {decisions:,.0f} decisions  target {TARGET_DECISIONS:,}: {verdict}")

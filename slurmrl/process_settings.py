@@ -21,10 +21,9 @@ replay, a sweep worker or a trainer already keeps a core busy:
   these settings, with ``OPENBLAS_NUM_THREADS=1`` and then also glibc's
   ``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=2147483647``.
 * When the interpreter exits it runs one more full cycle collection over
-  every object still alive before it frees them: after a replay of the
-  46,070 shared Philly jobs, a fifth of a second spent finding no cycles
-  (:mod:`slurmrl.sim.gc_pause`), paid by every command (see
-  :func:`skip_last_collection`).
+  every object still alive before it frees them, finding no cycles
+  (:mod:`slurmrl.sim.gc_pause`): a cost every command paid, measured in
+  :func:`skip_last_collection`.
 """
 
 from __future__ import annotations
