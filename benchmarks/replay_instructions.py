@@ -8,7 +8,7 @@ does (8x8x8, ``--speed-model none``), builds the simulator and, in a second
 child, also replays them under the policy; the difference is the event
 loop's count. A third child, without valgrind, counts the passes the
 policy was asked against the replay's decisions (the simulator skips the
-passes a policy promised would start nothing: ``Decisions.waits_for``).
+passes a policy promised would start nothing: ``Decisions.promise``).
 Needs valgrind (Debian package ``valgrind``); about 50 times slower than
 the replay itself.
 

@@ -21,7 +21,7 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from operator import attrgetter
 
@@ -31,7 +31,7 @@ from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
 from slurmrl.policy.placement.common import tables
-from slurmrl.policy.view import ClusterView, JobView, Start
+from slurmrl.policy.view import ClusterView, JobView, Promise, Start
 
 # Slurm's bf_max_job_test default: at most this many queued jobs are tried
 # for backfill per pass (slurm.conf(5), SchedulerParameters).
@@ -87,6 +87,28 @@ class EasyBackfill(OrderedScheduler):
         self._reserved: tuple[float, np.ndarray | None] = (math.inf, None)
         self._reserved_key: tuple[object, ...] | None = None  # the pass key it was computed under
         self._refused: set[str] = set()
+
+    # -- promises -----------------------------------------------------------------
+
+    def _passes_keep_promises(self) -> bool:
+        """A pass before the next backfill pass keeps nothing but what ``_sync`` catches up on.
+
+        It walks the ranking and stops at the first job it cannot place:
+        its finished jobs are read again by the next pass's sync, and the
+        backfill gate, reservation and refused jobs are left as they were.
+        """
+        cls = type(self)
+        return (
+            cls.after_blocked is EasyBackfill.after_blocked
+            and cls.before_pass is EasyBackfill.before_pass
+            and cls.after_pass is EasyBackfill.after_pass
+            and cls.on_start is EasyBackfill.on_start
+        )
+
+    def promise(self) -> Promise | None:
+        """The strict pass's promise, up to the next backfill pass, which may start what it could not."""
+        plain = super().promise()
+        return None if plain is None else replace(plain, until=self._next_backfill)
 
     # -- running-job bookkeeping -------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Start
+from slurmrl.policy.view import ClusterView, Decisions, JobIds, JobView, Promise, Start
 
 
 @runtime_checkable
@@ -32,6 +32,16 @@ class Policy(Protocol):
 
 
 class Ordering(Protocol):
+    """Ranks the pending queue.
+
+    Optional, for passes that may be skipped (``Decisions.promise``): an
+    ``arrivals_last`` flag (no arrival ranks before a job already waiting),
+    or ``overtakes(arrival, waiting) -> bool`` (whether an arrival may rank
+    before a waiting job). An ordering with the method also promises that a
+    pass which starts nothing leaves it nothing the next pass cannot catch
+    up on (arrivals are read late, as a ranking kept between passes does).
+    """
+
     def order(self, view: ClusterView) -> Iterable[JobView]:
         """Pending jobs, most urgent first. May return ``view.pending`` itself."""
         ...
@@ -78,22 +88,38 @@ class OrderedScheduler:
         self.name = name
         self.ordering = ordering
         self.placement = placement
-        # Strict priority over an ordering that ranks every arrival behind the
-        # jobs already waiting, with a placement that reads no queue and a
-        # pass that keeps no state: the first job a pass leaves waiting
-        # blocks every later pass until it could be placed, however many
-        # jobs arrive (Decisions.waits_for).
+        # Strict priority over an ordering whose arrivals rank behind the jobs
+        # already waiting (or that says which may not: ``overtakes``), with a
+        # placement that reads no queue and a pass that keeps no state: the
+        # first job a pass leaves waiting blocks every later pass until it
+        # could be placed or a job ranked before it arrives (Decisions.promise).
         cls = type(self)
+        fifo_like = (
+            bool(getattr(ordering, "arrivals_last", False)) and getattr(ordering, "started", None) is None
+        )
+        self._overtakes = getattr(ordering, "overtakes", None)
         self._blocker: JobView | None = None
         self._promises = (
             cls.walk is OrderedScheduler.walk
-            and cls.after_blocked is OrderedScheduler.after_blocked
-            and bool(getattr(ordering, "arrivals_last", False))
+            and (fifo_like or self._overtakes is not None)
             and bool(getattr(placement, "queue_blind", False))
+            and self._passes_keep_promises()
+        )
+
+    def _passes_keep_promises(self) -> bool:
+        """Whether a pass that starts nothing leaves nothing behind but what the next pass catches up on."""
+        cls = type(self)
+        return (
+            cls.after_blocked is OrderedScheduler.after_blocked
             and cls.before_pass is OrderedScheduler.before_pass
             and cls.after_pass is OrderedScheduler.after_pass
-            and getattr(ordering, "started", None) is None
         )
+
+    def promise(self) -> Promise | None:
+        """What the pass just decided promises of the passes before the next answer (None: nothing)."""
+        if not self._promises or self._blocker is None:
+            return None
+        return Promise(self._blocker, overtakes=self._overtakes)
 
     def bind_oracle(self, durations: Mapping[str, float]) -> None:
         bind = getattr(self.ordering, "bind_oracle", None)
@@ -108,8 +134,7 @@ class OrderedScheduler:
         if started is not None:
             started([s.job_id for s in starts])
         info = self.after_pass(view, starts)
-        waits = self._blocker if self._promises else None
-        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info, waits_for=waits)
+        return Decisions(order=JobIds(ranked), starts=tuple(starts), info=info, promise=self.promise())
 
     def walk(self, view: ClusterView, ranked: Iterable[JobView]) -> list[Start]:
         """Start jobs in rank order until one cannot be placed, then :meth:`after_blocked`.

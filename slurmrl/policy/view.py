@@ -11,7 +11,7 @@ Oracle policies, which are bounds and never deployed, get durations through
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter, is_not
@@ -166,6 +166,28 @@ class Start:
 
 
 @dataclass(frozen=True)
+class Promise:
+    """What a pass that leaves ``job`` waiting promises of the passes before the next answer.
+
+    Whatever arrives, no such pass starts anything or changes what the
+    policy keeps before ``job`` could be placed (its GPUs free on the nodes
+    it may use: ``could_hold``), unless a wake-up comes, a job may now
+    spread over more nodes or a stopped job waits again. Two more events
+    void it: a pass at or after ``until`` (EASY backfill's next pass, which
+    may start what the strict pass could not), and an arrival that may rank
+    before ``job`` (``overtakes(arrival, job)``; None: arrivals rank last,
+    as under FIFO).
+    """
+
+    job: JobView
+    until: float = math.inf
+    overtakes: Callable[[JobView, JobView], bool] | None = None
+
+    def overtaken_by(self, arrival: JobView) -> bool:
+        return self.overtakes is not None and self.overtakes(arrival, self.job)
+
+
+@dataclass(frozen=True)
 class Decisions:
     """A policy's answer for one decision point.
 
@@ -182,13 +204,10 @@ class Decisions:
     # (Tiresias-style queue demotions happen between events).
     wake_at: float | None = None
     info: dict[str, float] = field(default_factory=dict, compare=False)
-    # A promise (None: none): whatever arrives, no pass starts anything or
-    # changes what the policy keeps before this job could be placed (its GPUs
-    # free on the nodes it may use: ``could_hold``), unless a wake-up comes, a
-    # job may now spread over more nodes or a stopped job waits again. A
-    # backend may skip such passes (the simulator does, counting them as
-    # decisions: ``Simulator.next_view``); the daemon's cycles ignore it.
-    waits_for: JobView | None = None
+    # A promise about the passes before the next answer (None: none). A
+    # backend may skip the passes it covers (the simulator does, counting
+    # them as decisions: ``Simulator.next_view``); the daemon's cycles ignore it.
+    promise: Promise | None = None
 
 
 class Unrolled(Generic[T]):

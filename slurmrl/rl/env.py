@@ -329,9 +329,9 @@ class SchedEnv(gym.Env):
             if view.now >= self._handover:
                 return view
             feat.absorb(view.finished)
-            # No promise to skip passes (Decisions.waits_for): it holds for the
+            # No promise to skip passes (Decisions.promise): it holds for the
             # heuristic, not for the agent that takes over at the next arrival.
-            sim.apply(replace(policy.decide(view), waits_for=None))  # type: ignore[union-attr]
+            sim.apply(replace(policy.decide(view), promise=None))  # type: ignore[union-attr]
         return None
 
     def step(self, action):

@@ -39,7 +39,7 @@ from slurmrl.perf.model import DEFAULT_SPEED_MODEL, JobTerms, check_speed_model
 from slurmrl.perf.scaling import ScalingModel
 from slurmrl.policy.base import Policy
 from slurmrl.policy.placement.common import could_hold
-from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView, Promise
 from slurmrl.sim.admitted import ADMISSIONS, Admission
 from slurmrl.sim.cutoff import JctCutoff, ReplayAbandoned
 from slurmrl.sim.elastic import ElasticRule, parse_elastic
@@ -232,9 +232,10 @@ class Simulator:
         self.samples: list[Sample] = []
         self.decisions = 0
         self._pass_due = False
-        # The last pass's promise (Decisions.waits_for), whether GPUs were freed
-        # since, and whether an event since voided it (a wake-up, a spread).
-        self._waits_for: JobView | None = None
+        # The last pass's promise (Decisions.promise), whether GPUs were freed
+        # since, and whether an event since voided it (a wake-up, a spread, an
+        # arrival that may rank first).
+        self._promise: Promise | None = None
         self._released = False
         self._forced = False
         self._wake_pending: float | None = None
@@ -323,21 +324,22 @@ class Simulator:
 
         With ``skip_when_full`` no view is produced while every GPU is busy,
         since a policy that cannot preempt has nothing to decide then. Nor
-        while the last pass's promise holds (``Decisions.waits_for``: no
+        while the last pass's promise holds (``Decisions.promise``: no
         GPUs freed since, or not enough for the job it waits for, and
         nothing that voids it): such a pass is counted as a decision, its
         answer (nothing) known.
         """
         while True:
             if self._pass_due and self.pending and (self.pool.total_free > 0 or not skip_when_full):
-                waits = self._waits_for
+                promise = self._promise
                 if (
-                    waits is None
+                    promise is None
                     or self._forced
-                    or (self._released and could_hold(waits, self.pool, self.now))
+                    or self.now >= promise.until
+                    or (self._released and could_hold(promise.job, self.pool, self.now))
                 ):
                     self._pass_due = self._forced = False
-                    self._waits_for = None  # a promise covers the passes before the next answer only
+                    self._promise = None  # a promise covers the passes before the next answer only
                     return self._view()
                 self.decisions += 1
             self._pass_due = False
@@ -381,7 +383,7 @@ class Simulator:
             self._flush(now)
             self._sample(now)
         # A stopped job waits again, unseen by the pass: no promise stands over it.
-        self._waits_for = None if decisions.preempt else decisions.waits_for
+        self._promise = None if decisions.preempt else decisions.promise
         self._released = self._forced = False
         if again:
             self._pass_due = self._forced = True
@@ -509,6 +511,8 @@ class Simulator:
             elif kind == _ARRIVE:
                 self.pending[job_id] = run.view  # type: ignore[index,union-attr]
                 self._pass_due = changed = True
+                if self._promise is not None and self._promise.overtaken_by(run.view):  # type: ignore[union-attr]
+                    self._forced = True
             elif kind == _SPREAD:
                 if job_id in self.pending:
                     self._pass_due = self._forced = True

@@ -2,7 +2,7 @@
 
 Backfill's reservation skips placements that free-count bounds show must
 fail, the preemptive pass skips jobs an earlier, smaller failure dooms, and
-the simulator skips the passes a strict FIFO pass promised would start
+the simulator skips the passes a strict pass promised would start
 nothing; each is checked here against the plain computation it stands for.
 """
 
@@ -32,7 +32,7 @@ from slurmrl.policy.ordering.tiresias import Tiresias
 from slurmrl.policy.placement.common import could_hold
 from slurmrl.policy.placement.consolidate import Consolidate
 from slurmrl.policy.placement.first_fit import FirstFit
-from slurmrl.policy.view import ClusterView, Decisions, JobView, Start, by_job_id
+from slurmrl.policy.view import ClusterView, Decisions, JobView, Promise, Start, by_job_id
 from slurmrl.sim.experiment import prepare
 from slurmrl.sim.locality import parse_locality
 from slurmrl.sim.simulator import SimConfig, Simulator
@@ -395,7 +395,7 @@ def test_tiresias_queues_kept_between_passes_rank_as_bucketing_afresh(starve_lim
 
 
 class _Unpromising:
-    """A policy's answers with their promise (``Decisions.waits_for``) taken away."""
+    """A policy's answers with their promise (``Decisions.promise``) taken away."""
 
     def __init__(self, policy: OrderedScheduler) -> None:
         self.policy = policy
@@ -407,7 +407,7 @@ class _Unpromising:
 
     def decide(self, view: ClusterView) -> Decisions:
         self.passes += 1
-        return replace(self.policy.decide(view), waits_for=None)
+        return replace(self.policy.decide(view), promise=None)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -447,7 +447,7 @@ def test_fifo_promises_to_wait_for_its_blocked_head_and_skips_passes() -> None:
 
     def counting(view: ClusterView) -> Decisions:
         out = decide(view)
-        asked.append(out.waits_for)
+        asked.append(out.promise)
         return out
 
     policy.decide = counting  # type: ignore[method-assign]
@@ -463,27 +463,113 @@ class _QueueReading(FirstFit):
     queue_blind = False
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: make_policy("fifo-backfill", "first-fit"),
-        lambda: make_policy("sjf-limit", "first-fit"),
-        lambda: OrderedScheduler("fifo", FifoOrdering(), _QueueReading()),
-    ],
-    ids=["backfill", "sjf", "queue-reading placement"],
-)
-def test_no_promise_where_arrivals_may_start_or_rank_first(make) -> None:
-    """Backfill may start an arrival, SJF ranks it first, and a placement that reads the queue
-    may move: none of them promises anything."""
-    policy = make()
+def test_a_placement_that_reads_the_queue_promises_nothing() -> None:
+    """A placement that may read the waiting queue may move when a job arrives behind the head."""
+    policy = OrderedScheduler("fifo", FifoOrdering(), _QueueReading())
     workload = prepare(cluster="2x4x8", target_load=2.0, limit=200)
     sim = Simulator(workload.trace, workload.cluster, config=SimConfig(speed_model="none"))
     view = sim.next_view()
     while view is not None:
         out = policy.decide(view)
-        assert out.waits_for is None
+        assert out.promise is None
         sim.apply(out)
         view = sim.next_view()
+
+
+@pytest.mark.parametrize("name", ["fifo-backfill", "sjf-limit", "sjf-oracle"])
+def test_backfill_promises_up_to_its_next_pass_and_names_who_may_overtake(name: str) -> None:
+    """A blocked EASY head covers only the strict passes before the next backfill pass; under SJF an
+    arrival with a smaller key may rank before it, under FIFO none may."""
+    policy = make_policy(name, "first-fit")
+    workload = prepare(cluster="2x4x8", target_load=2.0, limit=200)
+    sim = Simulator(workload.trace, workload.cluster, config=SimConfig(speed_model="none"))
+    if not policy.deployable:
+        policy.bind_oracle(sim.durations())
+    promises, passes = [], 0
+    view = sim.next_view()
+    while view is not None:
+        out = policy.decide(view)
+        passes += 1
+        if out.promise is not None:
+            promises.append(out.promise)
+            assert out.promise.until == policy._next_backfill  # type: ignore[attr-defined]
+            assert out.promise.job.job_id in {j.job_id for j in view.pending}
+        sim.apply(out)
+        view = sim.next_view()
+    assert promises and passes < sim.decisions  # promises made, passes skipped
+    head = promises[-1].job
+    larger = replace(head, job_id="larger", gpus=2 * head.gpus, time_limit=2 * limit_of(head))
+    assert not promises[-1].overtaken_by(larger)
+    smaller = replace(head, job_id="smaller", gpus=1, time_limit=1.0)
+    # The oracle ranks a job it was told nothing of last.
+    assert promises[-1].overtaken_by(smaller) is (name == "sjf-limit")
+    if name == "sjf-oracle":
+        assert promises[-1].overtaken_by(replace(smaller, job_id=head.job_id))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=job_rows,
+    spec=st.sampled_from(["1x2x4", "2x2x4:v100", "2x3x2", MIXED]),
+    name=st.sampled_from(["fifo-backfill", "sjf-limit", "sjf-oracle"]),
+    placement=st.sampled_from(["first-fit", "consolidate", "topology", "type-aware"]),
+    locality=st.sampled_from(["pack", "relax:600", "any"]),
+    enforce=st.booleans(),
+)
+def test_passes_backfill_promises_nothing_in_are_skipped_with_the_same_replay(
+    rows, spec: str, name: str, placement: str, locality: str, enforce: bool
+) -> None:
+    """Strict passes between backfill passes, made idle by arrivals ranked behind the blocked head
+    and releases too small for it, are skipped and counted: every record, sample and the decision
+    count equal the replay asking the policy at every pass."""
+    cluster = load_cluster(spec)
+    trace = make_trace([(s * 0.01, d, g, m, t) for s, d, g, m, t in rows], cluster.total_gpus)
+    config = SimConfig(speed_model="none", locality=parse_locality(locality), enforce_time_limits=enforce)
+    fast_sim, plain_sim = Simulator(trace, cluster, config=config), Simulator(trace, cluster, config=config)
+    fast = fast_sim.run(make_policy(name, placement))
+    plain_policy = _Unpromising(make_policy(name, placement))  # type: ignore[arg-type]
+    plain = plain_sim.run(plain_policy)  # type: ignore[arg-type]
+    assert fast.records == plain.records
+    assert fast.samples == plain.samples
+    assert fast.decisions == plain.decisions == plain_policy.passes
+
+
+def test_an_arrival_that_may_overtake_the_head_voids_the_promise() -> None:
+    """Under SJF a short arrival ranks before the blocked head: its pass comes, and starts it."""
+    cluster = load_cluster("1x1x8")
+    rows = [(0.0, 1000.0, 4, "", 2000.0), (10.0, 500.0, 8, "", 600.0)]
+    rows += [(15.0, 50.0, 1, "", 9000.0), (20.0, 50.0, 1, "", 60.0)]
+    sim = Simulator(make_trace(rows, 8), cluster, config=SimConfig(speed_model="none"))
+    policy = make_policy("sjf-limit", "first-fit")
+    seen = []
+    view = sim.next_view()
+    while view is not None and view.now <= 20.0:
+        out = policy.decide(view)
+        seen.append((view.now, [s.job_id for s in out.starts]))
+        sim.apply(out)
+        view = sim.next_view()
+    # 10: j1 waits (backfill starts nothing, 4 GPUs free but j2 and j3 to come); 15: j2's limit
+    # makes it rank behind j1 and the backfill pass waits until 40, so no pass; 20: j3 ranks first.
+    assert seen == [(0.0, ["j0"]), (10.0, []), (20.0, ["j3"])]
+    assert sim.decisions == 4  # the pass at 15 is counted
+
+
+def test_the_next_backfill_pass_voids_the_promise() -> None:
+    """A job that arrived behind the head and was skipped may start by backfill: the first event
+    at or after the backfill interval brings a pass."""
+    cluster = load_cluster("1x1x8")
+    rows = [(0.0, 1000.0, 4, "", 2000.0), (10.0, 500.0, 8, "", 600.0), (15.0, 50.0, 1, "", 100.0)]
+    rows += [(45.0, 50.0, 1, "", 100.0)]
+    sim = Simulator(make_trace(rows, 8), cluster, config=SimConfig(speed_model="none"))
+    policy = make_policy("fifo-backfill", "first-fit")
+    seen = []
+    view = sim.next_view()
+    while view is not None and view.now <= 45.0:
+        out = policy.decide(view)
+        seen.append((view.now, [s.job_id for s in out.starts]))
+        sim.apply(out)
+        view = sim.next_view()
+    assert seen == [(0.0, ["j0"]), (10.0, []), (45.0, ["j2", "j3"])]
 
 
 def _started(sim: Simulator, *starts: tuple[str, int, tuple[int, ...]]) -> None:
@@ -503,7 +589,7 @@ def test_only_a_release_that_could_place_the_job_waited_for_ends_the_promise() -
     view = sim.next_view()
     assert view is not None and view.now == 10.0
     out = fifo.decide(view)
-    assert not out.starts and out.waits_for is not None and out.waits_for.job_id == "j2"
+    assert not out.starts and out.promise is not None and out.promise.job.job_id == "j2"
     sim.apply(out)
     view = sim.next_view()
     assert view is not None and view.now == 100.0  # not the arrival at 50, nor j4's end at 60
@@ -521,10 +607,10 @@ def test_a_wake_up_voids_the_promise() -> None:
     view = sim.next_view()
     assert view is not None and view.now == 10.0
     (waiting,) = view.pending
-    sim.apply(Decisions(waits_for=waiting, wake_at=15.0))
+    sim.apply(Decisions(promise=Promise(waiting), wake_at=15.0))
     view = sim.next_view()
     assert view is not None and view.now == 15.0  # the wake-up, not the arrival at 20
-    sim.apply(Decisions(waits_for=waiting))
+    sim.apply(Decisions(promise=Promise(waiting)))
     assert sim.next_view() is not None and sim.now == 1000.0  # arrival at 20 skipped, release at 1000
     assert sim.decisions == 4  # the skipped arrival's pass is counted
 
@@ -545,7 +631,7 @@ def test_a_job_that_may_spread_voids_the_promise() -> None:
     view = sim.next_view()
     assert view is not None and view.now == 10.0
     out = fifo.decide(view)
-    assert not out.starts and out.waits_for is not None  # two nodes of two GPUs: none has them
+    assert not out.starts and out.promise is not None  # two nodes of two GPUs: none has them
     sim.apply(out)
     view = sim.next_view()
     assert view is not None and view.now == 110.0  # its spread, not the arrival at 50
@@ -562,6 +648,6 @@ def test_an_answer_that_stops_a_job_promises_nothing() -> None:
     view = sim.next_view(skip_when_full=False)  # a preemptive policy is asked on a full cluster
     assert view is not None and view.now == 10.0
     (waiting,) = view.pending
-    sim.apply(Decisions(preempt=("j0",), waits_for=waiting))  # 4 GPUs free: not enough for it
+    sim.apply(Decisions(preempt=("j0",), promise=Promise(waiting)))  # 4 GPUs free: not enough for it
     view = sim.next_view(skip_when_full=False)
     assert view is not None and view.now == 10.0 and {j.job_id for j in view.pending} == {"j0", "j2"}

@@ -45,6 +45,10 @@ class AskedOrdering:
     def order(self, view: ClusterView) -> Ranked:
         return self._ranking.order(view)
 
+    def overtakes(self, arrival: JobView, waiting: JobView) -> bool:
+        """Whether ``arrival`` may rank before ``waiting`` (a tie may: the ranking's other keys are not read)."""
+        return asked_gpu_time(arrival) <= asked_gpu_time(waiting)
+
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 

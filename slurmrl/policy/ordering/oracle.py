@@ -48,6 +48,10 @@ class SjfOrdering(_Durations):
     def order(self, view: ClusterView) -> Ranked:
         return self._ranking.order(view)
 
+    def overtakes(self, arrival: JobView, waiting: JobView) -> bool:
+        """Whether ``arrival`` may rank before ``waiting`` (a tie may: the ranking's other keys are not read)."""
+        return self.duration(arrival) <= self.duration(waiting)
+
     def started(self, job_ids: Sequence[str]) -> None:
         self._ranking.started(job_ids)
 
