@@ -87,6 +87,8 @@ class EasyBackfill(OrderedScheduler):
         self._reserved: tuple[float, np.ndarray | None] = (math.inf, None)
         self._reserved_key: tuple[object, ...] | None = None  # the pass key it was computed under
         self._refused: set[str] = set()
+        # The pool a pass's backfill starts left, and its view (None: it started none).
+        self._backfilled: tuple[GpuPool, ClusterView] | None = None
 
     # -- promises -----------------------------------------------------------------
 
@@ -106,9 +108,22 @@ class EasyBackfill(OrderedScheduler):
         )
 
     def promise(self) -> Promise | None:
-        """The strict pass's promise, up to the next backfill pass, which may start what it could not."""
+        """The strict pass's promise, up to the next backfill pass, which may start what it could not.
+
+        Jobs backfilled after the head was tried take GPUs, and a placement
+        need not grow worse with fewer free GPUs (first fit may reach whole
+        nodes once the partly free ones before them fill), so the head is
+        tried again on what the pass leaves: the promise stands only if it
+        still cannot be placed.
+        """
         plain = super().promise()
-        return None if plain is None else replace(plain, until=self._next_backfill)
+        if plain is None:
+            return None
+        if self._backfilled is not None:
+            pool, view = self._backfilled
+            if self.placement.place(plain.job, pool, view) is not None:
+                return None
+        return replace(plain, until=self._next_backfill)
 
     # -- running-job bookkeeping -------------------------------------------------
 
@@ -168,6 +183,7 @@ class EasyBackfill(OrderedScheduler):
     def before_pass(self, view: ClusterView) -> None:
         self._sync(view)
         self._pass = []
+        self._backfilled = None
         self.last_shadow = math.nan
 
     def on_start(self, job: JobView, placement: Placement) -> None:
@@ -347,6 +363,8 @@ class EasyBackfill(OrderedScheduler):
             self.started_now(view, job, placement)
         # NaN when no job could use the reservation, so it was never computed.
         self.last_shadow = shadow if outside is not None else math.nan
+        if starts:
+            self._backfilled = (pool, view)
         return starts
 
 

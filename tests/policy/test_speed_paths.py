@@ -109,7 +109,7 @@ def plain_reservation(view: ClusterView, head: JobView, placement: str) -> tuple
     return math.inf, None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(busy_views(), st.sampled_from(PLACEMENTS))
 def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], placement: str) -> None:
     view, head = case
@@ -119,7 +119,7 @@ def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], p
     assert_same_reservation(shadow, mask, plain_reservation(view, head, placement), view.pool)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(busy_views(), st.sampled_from(PLACEMENTS + ("type-aware", "interference-aware")))
 def test_could_hold_is_the_node_bound_and_every_placement_needs_it(
     case: tuple[ClusterView, JobView], placement: str
@@ -133,7 +133,7 @@ def test_could_hold_is_the_node_bound_and_every_placement_needs_it(
         assert make_placement(placement).place(head, view.pool, view) is None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(busy_views(), st.sampled_from(PLACEMENTS), st.data())
 def test_bounds_refuse_only_what_placements_refuse(
     case: tuple[ClusterView, JobView], placement: str, data: st.DataObject
@@ -242,7 +242,7 @@ def test_backfill_bounds_change_no_replay() -> None:
     assert _replay(generic, "2x4x8", "none") == fast
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(busy_views(), st.sampled_from(PLACEMENTS), st.data())
 def test_reservation_with_starts_in_the_pass_matches_the_plain_scan(
     case: tuple[ClusterView, JobView], placement: str, data: st.DataObject
@@ -507,24 +507,42 @@ def test_backfill_promises_up_to_its_next_pass_and_names_who_may_overtake(name: 
         assert promises[-1].overtaken_by(replace(smaller, job_id=head.job_id))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Crowded multi-node traces on 4-GPU nodes: heads that need whole nodes, partly free nodes
+# that backfilled jobs fill, arrivals between backfill passes.
+crowded_rows = st.lists(
+    st.tuples(
+        st.floats(0, 300, allow_nan=False),  # submit
+        st.floats(10, 3_000, allow_nan=False),  # duration
+        st.sampled_from([1, 1, 2, 3, 4, 8]),  # GPUs
+        st.just(""),
+        st.one_of(st.none(), st.floats(10, 6_000, allow_nan=False)),  # time limit
+    ),
+    min_size=2,
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    rows=job_rows,
-    spec=st.sampled_from(["1x2x4", "2x2x4:v100", "2x3x2", MIXED]),
+    rows=crowded_rows,
+    spec=st.sampled_from(["1x3x4", "2x2x4:v100", "2x3x2", MIXED]),
+    speed_model=st.sampled_from(["none", "placement", "full"]),
     name=st.sampled_from(["fifo-backfill", "sjf-limit", "sjf-oracle"]),
-    placement=st.sampled_from(["first-fit", "consolidate", "topology", "type-aware"]),
+    placement=st.sampled_from(["first-fit", "consolidate", "topology", "type-aware", "interference-aware"]),
     locality=st.sampled_from(["pack", "relax:600", "any"]),
     enforce=st.booleans(),
 )
 def test_passes_backfill_promises_nothing_in_are_skipped_with_the_same_replay(
-    rows, spec: str, name: str, placement: str, locality: str, enforce: bool
+    rows, spec: str, speed_model: str, name: str, placement: str, locality: str, enforce: bool
 ) -> None:
     """Strict passes between backfill passes, made idle by arrivals ranked behind the blocked head
     and releases too small for it, are skipped and counted: every record, sample and the decision
     count equal the replay asking the policy at every pass."""
     cluster = load_cluster(spec)
-    trace = make_trace([(s * 0.01, d, g, m, t) for s, d, g, m, t in rows], cluster.total_gpus)
-    config = SimConfig(speed_model="none", locality=parse_locality(locality), enforce_time_limits=enforce)
+    trace = make_trace(rows, cluster.total_gpus)
+    config = SimConfig(
+        speed_model=speed_model, locality=parse_locality(locality), enforce_time_limits=enforce
+    )
     fast_sim, plain_sim = Simulator(trace, cluster, config=config), Simulator(trace, cluster, config=config)
     fast = fast_sim.run(make_policy(name, placement))
     plain_policy = _Unpromising(make_policy(name, placement))  # type: ignore[arg-type]
@@ -552,6 +570,29 @@ def test_an_arrival_that_may_overtake_the_head_voids_the_promise() -> None:
     # makes it rank behind j1 and the backfill pass waits until 40, so no pass; 20: j3 ranks first.
     assert seen == [(0.0, ["j0"]), (10.0, []), (20.0, ["j3"])]
     assert sim.decisions == 4  # the pass at 15 is counted
+
+
+def test_backfill_that_fills_the_nodes_before_the_head_leaves_no_promise() -> None:
+    """First fit gives the head (8 GPUs on two 4-GPU nodes) the first two nodes with free GPUs; once
+    a backfilled job fills node 0, nodes 1 and 2 hold it, though no GPU was freed: the next pass
+    (an arrival behind it) starts it."""
+    cluster = load_cluster("1x3x4")
+    rows = [(0.0, 1000.0, 2, "", 1000.0), (0.0, 500.0, 8, "", 600.0), (0.0, 50.0, 2, "", 100.0)]
+    rows += [(10.0, 50.0, 1, "", 100.0)]
+    trace = make_trace(rows, 12)
+    config = SimConfig(speed_model="none")
+    sim = Simulator(trace, cluster, config=config)
+    policy = make_policy("fifo-backfill", "first-fit")
+    view = sim.next_view()
+    assert view is not None
+    out = policy.decide(view)
+    assert [s.job_id for s in out.starts] == ["j0", "j2"] and out.promise is None
+    fast = Simulator(trace, cluster, config=config).run(make_policy("fifo-backfill", "first-fit"))
+    plain = Simulator(trace, cluster, config=config).run(
+        _Unpromising(make_policy("fifo-backfill", "first-fit"))  # type: ignore[arg-type]
+    )
+    assert fast.records == plain.records
+    assert {r.job_id: r.start_time for r in fast.records}["j1"] == 10.0
 
 
 def test_the_next_backfill_pass_voids_the_promise() -> None:
