@@ -236,8 +236,8 @@ def instrumented(out: str, args: list[str]) -> None:
     import slurmrl.cli
     import slurmrl.cli.simulate as cli_sim
     import slurmrl.grid.cells as cells
+    import slurmrl.sim.experiment as experiment
     import slurmrl.sim.metrics as metrics
-    import slurmrl.sim.time_limits as time_limits
     import slurmrl.traces as traces
     from slurmrl.sim.simulator import Simulator
 
@@ -254,7 +254,7 @@ def instrumented(out: str, args: list[str]) -> None:
     cli_sim.run_policy = keep
     cells.run_policy = keep  # compare's and simulate --seeds' runs
     traces.load_trace = clock.wrap("load", traces.load_trace)
-    time_limits.with_time_limits = clock.wrap("limits", time_limits.with_time_limits)
+    experiment.seed_time_limits = clock.wrap("limits", experiment.seed_time_limits)
     Simulator.__init__ = clock.wrap("setup", Simulator.__init__)
     Simulator.run = clock.wrap("run", Simulator.run)
     metrics.summarize = clock.wrap("summary", metrics.summarize)

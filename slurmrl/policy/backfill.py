@@ -21,7 +21,7 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 from operator import attrgetter
 
@@ -116,14 +116,14 @@ class EasyBackfill(OrderedScheduler):
         tried again on what the pass leaves: the promise stands only if it
         still cannot be placed.
         """
-        plain = super().promise()
-        if plain is None:
+        head = self._blocker
+        if not self._promises or head is None:
             return None
         if self._backfilled is not None:
             pool, view = self._backfilled
-            if self.placement.place(plain.job, pool, view) is not None:
+            if self.placement.place(head, pool, view) is not None:
                 return None
-        return replace(plain, until=self._next_backfill)
+        return Promise(head, self._next_backfill, self._overtakes)
 
     # -- running-job bookkeeping -------------------------------------------------
 
