@@ -169,7 +169,8 @@ class Start:
 class Promise:
     """What a pass that leaves ``job`` waiting promises of the passes before the next answer.
 
-    Whatever arrives, no such pass starts anything or changes what the
+    Made only where ``job`` cannot be placed on the GPUs the pass leaves
+    free. Whatever arrives, no such pass starts anything or changes what the
     policy keeps before ``job`` could be placed (its GPUs free on the nodes
     it may use: ``could_hold``), unless a wake-up comes, a job may now
     spread over more nodes or a stopped job waits again. Two more events

@@ -49,7 +49,7 @@ def seed_time_limits(trace: Trace, seed: int, model: str = DEFAULT_LIMIT_MODEL) 
     )
     jobs = list(trace.jobs)
     for i, limit in zip(missing, limits.tolist(), strict=True):
-        jobs[i] = replace(jobs[i], time_limit=limit)
+        jobs[i] = jobs[i].with_time_limit(limit)
     return replace(trace, jobs=tuple(jobs))
 
 
