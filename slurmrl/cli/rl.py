@@ -300,7 +300,13 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     show_default=True,
     help="Comma-separated training scenarios (same cluster).",
 )
-@click.option("--steps", type=int, default=400_000, show_default=True, help="Agent decisions to train for.")
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=400_000,
+    show_default=True,
+    help="Agent decisions to train for.",
+)
 @click.option("--workers", type=int, default=2, show_default=True, help="Environments stepped in parallel.")
 @click.option(
     "--vector",
@@ -309,7 +315,7 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     show_default=True,
     help="Step environments in this process (sync) or one process each (async).",
 )
-@click.option("--episode-jobs", type=int, default=None, help="Jobs per training episode.")
+@click.option("--episode-jobs", type=click.IntRange(min=1), default=None, help="Jobs per training episode.")
 @click.option(
     "--reward",
     type=click.Choice(["jct", "throughput", "makespan"]),
@@ -317,12 +323,21 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     help="topdrl: the episode reward; harmony: jct pays the waiting area paired with its fallback "
     "placement's replay (default: each placed job's own slowdown).",
 )
-@click.option("--gamma", type=float, default=None, help="Discount factor; default: the trainer's.")
 @click.option(
-    "--lr", "learning_rate", type=float, default=None, help="Learning rate; default: the trainer's."
+    "--gamma", type=click.FloatRange(0.0, 1.0), default=None, help="Discount factor; default: the trainer's."
 )
 @click.option(
-    "--target-kl", type=float, default=None, help="Early-stop KL per update; default: the trainer's."
+    "--lr",
+    "learning_rate",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    help="Learning rate; default: the trainer's.",
+)
+@click.option(
+    "--target-kl",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Early-stop KL per update; default: the trainer's.",
 )
 @click.option(
     "--update-epochs",
@@ -330,16 +345,24 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     default=None,
     help="topdrl, maifs: passes over each rollout per PPO update; default: the trainer's (4).",
 )
-@click.option("--makespan-weight", type=float, default=None, help="Weight of the elapsed-time reward term.")
+@click.option(
+    "--makespan-weight",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    help="Weight of the elapsed-time reward term.",
+)
 @click.option("--warm-policy", default=None, help="Heuristic that schedules before the agent takes over.")
 @click.option(
     "--warm-jobs",
-    type=int,
+    type=click.IntRange(min=0),
     default=None,
     help="Jobs the warm-start heuristic (harmony: its ordering) replays first.",
 )
 @click.option(
-    "--wall-limit", type=float, default=None, help="Stop after the update that passes this many seconds."
+    "--wall-limit",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Stop after the update that passes this many seconds.",
 )
 @click.option(
     "--start-stride",

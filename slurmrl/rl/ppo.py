@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from slurmrl.errors import ConfigError
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.env import EnvConfig, Handovers, build_env, env_config
 from slurmrl.rl.features import ObsConfig
 from slurmrl.rl.nets.torch_layers import masked_logits
@@ -102,6 +103,23 @@ class PPOConfig:
     validate: str = ""
     validate_every: int = 10
     validate_seeds: int = 1  # workload seeds of ``validate`` replayed per check (their mean is compared)
+
+    def __post_init__(self) -> None:
+        check_numbers(
+            "PPO",
+            self,
+            counts=(
+                "total_steps",
+                "num_envs",
+                "num_steps",
+                "update_epochs",
+                "num_minibatches",
+                "validate_seeds",
+            ),
+            fractions=("gamma", "gae_lambda"),
+            positive=("target_kl",),
+            non_negative=("learning_rate", "wall_limit_s"),
+        )
 
     @property
     def batch_size(self) -> int:

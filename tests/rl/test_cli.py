@@ -310,3 +310,25 @@ def test_update_epochs_reach_topdrl_and_maifs_and_no_other_trainer(tmp_path: Pat
     assert not (tmp_path / "harmony").exists()
     res = runner.invoke(main, [*topdrl, "--update-epochs", "0", "--out", str(tmp_path / "zero")])
     assert res.exit_code == 2 and "--update-epochs" in res.output
+
+
+def test_training_numbers_out_of_range_are_user_errors_before_anything_runs(tmp_path: Path) -> None:
+    """A discount above 1 made the network's outputs NaN and a negative learning rate reached
+    torch's optimiser: both, and the counts and limits that were taken silently, are refused
+    by name, and no run folder is written."""
+    runner = CliRunner()
+    out = tmp_path / "run"
+    for flag, value in [
+        ("--gamma", "2"),
+        ("--lr", "-1"),
+        ("--steps", "0"),
+        ("--target-kl", "-0.1"),
+        ("--wall-limit", "-1"),
+        ("--warm-jobs", "-3"),
+        ("--makespan-weight", "-1"),
+        ("--episode-jobs", "0"),
+    ]:
+        res = runner.invoke(main, ["train", "--policy", "topdrl", flag, value, "--out", str(out)])
+        assert res.exit_code == 2 and isinstance(res.exception, SystemExit), (flag, res.output)
+        assert f"Invalid value for '{flag}'" in res.output
+        assert not out.exists()

@@ -38,6 +38,7 @@ from torch import nn
 
 from slurmrl.errors import ConfigError
 from slurmrl.rl.checkpoints import numpy_state
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.harmony.env import EnvConfig, Episode, PlacementEnv
 from slurmrl.rl.harmony.features import HarmonyObs
 from slurmrl.rl.harmony.placement import greedy_chooser, sampling_chooser
@@ -85,6 +86,15 @@ class HarmonyConfig:
     # policy gradient, and on warm-started episodes they are almost all of them.
     replay_forced: bool = True
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_numbers(
+            "harmony",
+            self,
+            counts=("episodes", "updates_per_episode", "batch_size", "replay_capacity", "validate_seeds"),
+            fractions=("gamma",),
+            non_negative=("learning_rate", "wall_limit_s"),
+        )
 
 
 @dataclass(frozen=True)

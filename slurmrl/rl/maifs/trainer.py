@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from slurmrl.errors import ConfigError
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.maifs.coordination import MaifsStep
 from slurmrl.rl.maifs.env import ElasticEnv, EnvConfig, Episode
 from slurmrl.rl.maifs.policy import greedy, numpy_copy, sampling, save_checkpoint
@@ -90,6 +91,16 @@ class MaifsConfig:
     validate: str = ""  # a training-side scenario left out of the episodes, replayed instead of the yardstick
     validate_seeds: int = 1  # workload seeds of ``validate`` replayed per check (their mean is compared)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_numbers(
+            "maifs",
+            self,
+            counts=("updates", "episodes_per_update", "update_epochs", "num_minibatches", "validate_seeds"),
+            fractions=("gamma", "gae_lambda"),
+            positive=("target_kl",),
+            non_negative=("learning_rate", "wall_limit_s"),
+        )
 
 
 @dataclass(frozen=True)
