@@ -552,20 +552,25 @@ def test_passes_backfill_promises_nothing_in_are_skipped_with_the_same_replay(
     assert fast.decisions == plain.decisions == plain_policy.passes
 
 
+def _passes_until(sim: Simulator, policy: OrderedScheduler, until: float) -> list[tuple[float, list[str]]]:
+    """The passes the simulator asks ``policy`` for up to ``until``: their times and the jobs each starts."""
+    seen = []
+    view = sim.next_view()
+    while view is not None and view.now <= until:
+        out = policy.decide(view)
+        seen.append((view.now, [s.job_id for s in out.starts]))
+        sim.apply(out)
+        view = sim.next_view()
+    return seen
+
+
 def test_an_arrival_that_may_overtake_the_head_voids_the_promise() -> None:
     """Under SJF a short arrival ranks before the blocked head: its pass comes, and starts it."""
     cluster = load_cluster("1x1x8")
     rows = [(0.0, 1000.0, 4, "", 2000.0), (10.0, 500.0, 8, "", 600.0)]
     rows += [(15.0, 50.0, 1, "", 9000.0), (20.0, 50.0, 1, "", 60.0)]
     sim = Simulator(make_trace(rows, 8), cluster, config=SimConfig(speed_model="none"))
-    policy = make_policy("sjf-limit", "first-fit")
-    seen = []
-    view = sim.next_view()
-    while view is not None and view.now <= 20.0:
-        out = policy.decide(view)
-        seen.append((view.now, [s.job_id for s in out.starts]))
-        sim.apply(out)
-        view = sim.next_view()
+    seen = _passes_until(sim, make_policy("sjf-limit", "first-fit"), 20.0)
     # 10: j1 waits (backfill starts nothing, 4 GPUs free but j2 and j3 to come); 15: j2's limit
     # makes it rank behind j1 and the backfill pass waits until 40, so no pass; 20: j3 ranks first.
     assert seen == [(0.0, ["j0"]), (10.0, []), (20.0, ["j3"])]
@@ -602,14 +607,7 @@ def test_the_next_backfill_pass_voids_the_promise() -> None:
     rows = [(0.0, 1000.0, 4, "", 2000.0), (10.0, 500.0, 8, "", 600.0), (15.0, 50.0, 1, "", 100.0)]
     rows += [(45.0, 50.0, 1, "", 100.0)]
     sim = Simulator(make_trace(rows, 8), cluster, config=SimConfig(speed_model="none"))
-    policy = make_policy("fifo-backfill", "first-fit")
-    seen = []
-    view = sim.next_view()
-    while view is not None and view.now <= 45.0:
-        out = policy.decide(view)
-        seen.append((view.now, [s.job_id for s in out.starts]))
-        sim.apply(out)
-        view = sim.next_view()
+    seen = _passes_until(sim, make_policy("fifo-backfill", "first-fit"), 45.0)
     assert seen == [(0.0, ["j0"]), (10.0, []), (45.0, ["j2", "j3"])]
 
 
