@@ -214,6 +214,12 @@ class EasyBackfill(OrderedScheduler):
             grid = grid.copy()
             for job, placement in self._pass:
                 _paint(grid, placement, now + limit_of(job))
+        whole = getattr(self.placement, "whole_nodes_at", None)
+        at = whole(head, pool, grid, now) if whole is not None else None
+        if at is not None:
+            found = self._reserve_at(view, pool, head, grid, at)
+            if found is not None:
+                return found
         jump = first_group(head, pool, grid, now)
         if jump is None:
             return math.inf, None
@@ -224,6 +230,25 @@ class EasyBackfill(OrderedScheduler):
         return self._scan(
             view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements, grid
         )
+
+    def _reserve_at(
+        self, view: ClusterView, pool: GpuPool, head: JobView, grid: np.ndarray, at: float
+    ) -> tuple[float, np.ndarray | None] | None:
+        """The reservation when the placement knows the first release time ``at`` it places ``head`` at.
+
+        The scan's limit holds as for the scan: no more than
+        ``MAX_RESERVATION_TRIES`` groups with enough GPUs free in total
+        before it. None if the placement then refuses after all (the scan
+        decides).
+        """
+        if at == math.inf or _groups_tried(head, pool, grid, at) >= MAX_RESERVATION_TRIES:
+            return math.inf, None
+        scratch = pool.copy()
+        scratch.release_mask((grid <= at) & ~pool.free)
+        found = self.placement.place(head, scratch, view)
+        if found is None:
+            return None
+        return max(at, view.now), _mask(found, pool.free) & pool.free
 
     def _scan(
         self,
@@ -506,6 +531,20 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
     if hi - lo >= MAX_RESERVATION_TRIES or hi >= groups.size:
         return None
     return Jump(groups, lo, hi)
+
+
+def _groups_tried(head: JobView, pool: GpuPool, grid: np.ndarray, at: float) -> int:
+    """Release groups a scan tries before the one at ``at``: those from the first with enough GPUs free in total."""
+    releases = np.sort(grid, axis=None)
+    releases = releases[: np.searchsorted(releases, math.inf)]
+    short = head.gpus - pool.total_free
+    enough = releases[short - 1] if short > 0 else -math.inf
+    first = np.empty(releases.size, dtype=bool)
+    if releases.size:
+        first[0] = True
+        np.not_equal(releases[1:], releases[:-1], out=first[1:])
+    groups = releases[first]
+    return int(np.searchsorted(groups, at, side="left")) - int(np.searchsorted(groups, enough, side="left"))
 
 
 def _top_counts(pool: GpuPool) -> list[int]:

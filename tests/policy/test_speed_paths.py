@@ -88,8 +88,10 @@ def assert_same_reservation(
         assert got == {(a.node, g) for a in found.allocs for g in a.gpus if pool.free[a.node, g]}
 
 
-def plain_reservation(view: ClusterView, head: JobView, placement: str) -> tuple[float, Placement | None]:
-    """Release jobs group by group in limit order and try the head after every group."""
+def plain_reservation(
+    view: ClusterView, head: JobView, placement: str, limit: int = MAX_RESERVATION_TRIES
+) -> tuple[float, Placement | None]:
+    """Release jobs group by group in limit order and try the head after every group (``limit`` tries)."""
     place = make_placement(placement).place
     pool = view.pool.copy()
     ends = sorted((j.start_time + limit_of(j), j.job_id, j.placement) for j in view.running)  # type: ignore[operator]
@@ -104,7 +106,7 @@ def plain_reservation(view: ClusterView, head: JobView, placement: str) -> tuple
         if found is not None:
             return max(t, view.now), found
         tries += 1
-        if tries >= MAX_RESERVATION_TRIES:
+        if tries >= limit:
             break
     return math.inf, None
 
@@ -117,6 +119,21 @@ def test_reservation_matches_the_plain_scan(case: tuple[ClusterView, JobView], p
     policy.before_pass(view)
     shadow, mask = policy.reservation(view, view.pool.copy(), head)
     assert_same_reservation(shadow, mask, plain_reservation(view, head, placement), view.pool)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(busy_views(), st.sampled_from(PLACEMENTS), st.integers(1, 4))
+def test_reservation_keeps_the_scans_limit_on_tries(
+    monkeypatch: pytest.MonkeyPatch, case: tuple[ClusterView, JobView], placement: str, limit: int
+) -> None:
+    """With a limit of a few tries (the heads first fit places on whole nodes are found without a
+    scan), a head placed only after more groups than the limit gets no reservation, as in the scan."""
+    monkeypatch.setattr("slurmrl.policy.backfill.MAX_RESERVATION_TRIES", limit)
+    view, head = case
+    policy = EasyBackfill("t", FifoOrdering(), make_placement(placement))
+    policy.before_pass(view)
+    shadow, mask = policy.reservation(view, view.pool.copy(), head)
+    assert_same_reservation(shadow, mask, plain_reservation(view, head, placement, limit), view.pool)
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,6 +8,7 @@ how a ``--gpus=N`` request ends up scattered on a busy stock-Slurm cluster.
 from __future__ import annotations
 
 import bisect
+import math
 
 import numpy as np
 
@@ -65,6 +66,45 @@ class FirstFit:
     def bound(self, job: JobView, pool: GpuPool, now: float) -> FirstFitBound:
         """Whether :meth:`place` could place ``job`` as GPUs are released (backfill's reservation)."""
         return FirstFitBound(job, pool, now)
+
+    def whole_nodes_at(self, job: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> float | None:
+        """When :meth:`place` could first place a job that needs ``k`` whole nodes, as ``grid``'s jobs end.
+
+        ``grid`` holds each busy GPU's release time. First fit gives such a
+        job the first ``k`` nodes with a free GPU, so it fits once those are
+        all wholly free: worked out from two times per node (its first
+        release, when it joins the nodes with a free GPU, and its last, when
+        it is whole), at each time a node becomes whole, where the scan of a
+        reservation would release job after job. inf: never; None: not such
+        a job (another GPU count, a type or a node list), or placeable now.
+        """
+        k = job.max_nodes(now)
+        cluster = pool.cluster
+        nodes, width = grid.shape
+        if (
+            k is None
+            or k < 2
+            or job.gpus != k * width
+            or job.gpu_type
+            or job.allowed_nodes is not None
+            or cluster.max_gpus_per_node != width
+            or int(cluster.node_gpus.min()) != width
+        ):
+            return None
+        per_node = np.sort(grid, axis=1)
+        free = pool.free_count
+        busy = width - free
+        joins = np.where(free > 0, -np.inf, per_node[:, 0])
+        whole = np.where(busy > 0, per_node[np.arange(nodes), np.maximum(busy - 1, 0)], -np.inf)
+        times = np.unique(whole)
+        among = joins[None, :] <= times[:, None]
+        first = among & (np.cumsum(among, axis=1) <= k)
+        fits = (first.sum(axis=1) == k) & ~(first & (whole[None, :] > times[:, None])).any(axis=1)
+        hits = np.flatnonzero(fits)
+        if not hits.size:
+            return math.inf
+        at = float(times[hits[0]])
+        return None if at == -math.inf else at
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
         job = node_request(job, view)
