@@ -495,14 +495,7 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
         return None
     per_node = np.sort(grid, axis=1)
     free = pool.free_count
-    releases = np.sort(grid, axis=None)
-    releases = releases[: np.searchsorted(releases, math.inf)]
-    groups = releases
-    if releases.size:
-        first = np.empty(releases.size, dtype=bool)  # first of each run of equal times (np.r_ costs more)
-        first[0] = True
-        np.not_equal(releases[1:], releases[:-1], out=first[1:])
-        groups = releases[first]
+    releases, groups = _release_groups(grid)
     if need <= 0:
         return Jump(groups, 0, 0) if groups.size else None
     level = np.arange(width) - free[:, None]  # index of the release giving c = level + 1 free GPUs
@@ -522,11 +515,9 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
     at = float(np.partition(best, need - 1)[need - 1])
     if at == math.inf:
         return None
-    short = need - pool.total_free  # GPUs still to be released before any try
-    if short > releases.size:
+    lo = _first_try(head, pool, releases, groups)
+    if lo is None:
         return None
-    enough = releases[short - 1] if short > 0 else -math.inf
-    lo = int(np.searchsorted(groups, enough, side="left"))
     hi = max(lo, int(np.searchsorted(groups, at, side="left")))
     if hi - lo >= MAX_RESERVATION_TRIES or hi >= groups.size:
         return None
@@ -535,16 +526,31 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
 
 def _groups_tried(head: JobView, pool: GpuPool, grid: np.ndarray, at: float) -> int:
     """Release groups a scan tries before the one at ``at``: those from the first with enough GPUs free in total."""
+    releases, groups = _release_groups(grid)
+    lo = _first_try(head, pool, releases, groups)
+    return MAX_RESERVATION_TRIES if lo is None else int(np.searchsorted(groups, at, side="left")) - lo
+
+
+def _release_groups(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every busy GPU's release time (``grid``'s finite ones), ascending, and the distinct ones."""
     releases = np.sort(grid, axis=None)
     releases = releases[: np.searchsorted(releases, math.inf)]
-    short = head.gpus - pool.total_free
-    enough = releases[short - 1] if short > 0 else -math.inf
-    first = np.empty(releases.size, dtype=bool)
+    groups = releases
     if releases.size:
+        first = np.empty(releases.size, dtype=bool)  # first of each run of equal times (np.r_ costs more)
         first[0] = True
         np.not_equal(releases[1:], releases[:-1], out=first[1:])
-    groups = releases[first]
-    return int(np.searchsorted(groups, at, side="left")) - int(np.searchsorted(groups, enough, side="left"))
+        groups = releases[first]
+    return releases, groups
+
+
+def _first_try(head: JobView, pool: GpuPool, releases: np.ndarray, groups: np.ndarray) -> int | None:
+    """The first group after which enough GPUs are free in total for ``head`` (None: never)."""
+    short = head.gpus - pool.total_free  # GPUs still to be released before any try
+    if short > releases.size:
+        return None
+    enough = releases[short - 1] if short > 0 else -math.inf
+    return int(np.searchsorted(groups, enough, side="left"))
 
 
 def _top_counts(pool: GpuPool) -> list[int]:
