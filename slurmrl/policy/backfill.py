@@ -104,7 +104,6 @@ class EasyBackfill(OrderedScheduler):
             cls.after_blocked is EasyBackfill.after_blocked
             and cls.before_pass is EasyBackfill.before_pass
             and cls.after_pass is EasyBackfill.after_pass
-            and cls.on_start is EasyBackfill.on_start
         )
 
     def promise(self) -> Promise | None:

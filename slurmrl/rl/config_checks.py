@@ -3,7 +3,7 @@
 A discount above 1 turns the network's outputs into NaN some minutes into a
 run, and a negative learning rate reaches torch's optimiser as a traceback;
 counts of zero were rounded up in silence. Every trainer's config calls
-:func:`check_numbers` from its ``__post_init__``.
+:func:`check_numbers` from its ``__post_init__``, every environment when it is built.
 """
 
 from __future__ import annotations

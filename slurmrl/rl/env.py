@@ -62,6 +62,7 @@ from slurmrl.policy.base import Policy
 from slurmrl.policy.registry import make_placement
 from slurmrl.policy.view import ClusterView, Decisions, JobView, Start
 from slurmrl.rl.area import AreaCurve
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.features import (
     CLUSTER_CHANNELS,
     FEATURE_CAP,
@@ -211,15 +212,12 @@ class SchedEnv(gym.Env):
     ) -> None:
         if config.reward not in REWARDS:
             raise ConfigError(f"unknown reward '{config.reward}'; choose one of {', '.join(REWARDS)}")
-        if config.episode_jobs < 1:
-            raise ConfigError(f"episode_jobs must be at least 1, got {config.episode_jobs}")
-        if config.warm_jobs < 0 or config.makespan_weight < 0:
-            raise ConfigError(
-                f"warm_jobs and makespan_weight must not be negative, got {config.warm_jobs} "
-                f"and {config.makespan_weight:g}"
-            )
-        if config.start_stride < 1:
-            raise ConfigError(f"start_stride must be at least 1, got {config.start_stride}")
+        check_numbers(
+            "topdrl environment",
+            config,
+            counts=("episode_jobs", "start_stride"),
+            non_negative=("warm_jobs", "makespan_weight"),
+        )
         if config.start_stride > 1 and config.compression[0] != config.compression[1]:
             raise ConfigError(
                 f"start_stride {config.start_stride} needs a fixed compression, got a range "

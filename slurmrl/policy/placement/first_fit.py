@@ -87,7 +87,6 @@ class FirstFit:
             or job.gpus != k * width
             or job.gpu_type
             or job.allowed_nodes is not None
-            or cluster.max_gpus_per_node != width
             or int(cluster.node_gpus.min()) != width
         ):
             return None

@@ -44,6 +44,7 @@ import numpy as np
 from slurmrl.errors import ConfigError
 from slurmrl.policy.registry import make_placement
 from slurmrl.rl.area import AreaCurve
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.harmony.features import HarmonyObs
 from slurmrl.rl.harmony.placement import LEAD_BONUS, Chooser, Step
 from slurmrl.rl.harmony.policy import DEFAULT_ORDERING, HarmonyPolicy
@@ -92,12 +93,9 @@ class PlacementEnv:
     def __init__(
         self, config: EnvConfig = EnvConfig(), *, workloads: Sequence[Workload] | None = None
     ) -> None:
-        if config.episode_jobs < 1:
-            raise ConfigError(f"episode_jobs must be at least 1, got {config.episode_jobs}")
+        check_numbers("harmony environment", config, counts=("episode_jobs",), non_negative=("warm_jobs",))
         if config.reward not in REWARDS:
             raise ConfigError(f"reward must be one of {', '.join(REWARDS)}, got '{config.reward}'")
-        if config.warm_jobs < 0:
-            raise ConfigError(f"warm_jobs must not be negative, got {config.warm_jobs}")
         if config.warm_jobs and config.reward == "slowdown":
             raise ConfigError(
                 "warm_jobs needs reward 'jct': the slowdown reward reads each placed job's record, "

@@ -36,7 +36,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from slurmrl.errors import ConfigError
 from slurmrl.rl.checkpoints import numpy_state
 from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.harmony.env import EnvConfig, Episode, PlacementEnv
@@ -91,7 +90,14 @@ class HarmonyConfig:
         check_numbers(
             "harmony",
             self,
-            counts=("episodes", "updates_per_episode", "batch_size", "replay_capacity", "validate_seeds"),
+            counts=(
+                "episodes",
+                "updates_per_episode",
+                "batch_size",
+                "replay_capacity",
+                "real_every",
+                "validate_seeds",
+            ),
             fractions=("gamma",),
             non_negative=("learning_rate", "wall_limit_s"),
         )
@@ -204,8 +210,6 @@ def update(
 
 def reads_simulator(cfg: HarmonyConfig, episode: int) -> bool:
     """Whether episode ``episode`` (1-based) takes its rewards from the simulator."""
-    if cfg.real_every < 1:
-        raise ConfigError(f"real_every must be at least 1, got {cfg.real_every}")
     return episode <= cfg.warmup_real or (episode - cfg.warmup_real) % cfg.real_every == 0
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from slurmrl.errors import ConfigError
+from slurmrl.rl.config_checks import check_numbers
 from slurmrl.rl.lead import lead_policy
 from slurmrl.rl.maifs.coordination import AgentNet, Chooser, MaifsStep
 from slurmrl.rl.maifs.obs import MaifsObs
@@ -87,8 +88,7 @@ class ElasticEnv:
     def __init__(
         self, config: EnvConfig = EnvConfig(), *, workloads: Sequence[Workload] | None = None
     ) -> None:
-        if config.episode_jobs < 1:
-            raise ConfigError(f"episode_jobs must be at least 1, got {config.episode_jobs}")
+        check_numbers("maifs environment", config, counts=("episode_jobs",))
         lo, hi = config.compression
         if not 0 < lo <= hi:
             raise ConfigError(f"compression must be a range 0 < low <= high, got {config.compression}")
