@@ -214,11 +214,9 @@ class EasyBackfill(OrderedScheduler):
             for job, placement in self._pass:
                 _paint(grid, placement, now + limit_of(job))
         whole = getattr(self.placement, "whole_nodes_at", None)
-        at = whole(head, pool, grid, now) if whole is not None else None
-        if at is not None:
-            found = self._reserve_at(view, pool, head, grid, at)
-            if found is not None:
-                return found
+        known = whole(head, pool, grid, now) if whole is not None else None
+        if known is not None:
+            return _whole_nodes_reserved(head, pool, grid, now, *known)
         jump = first_group(head, pool, grid, now)
         if jump is None:
             return math.inf, None
@@ -229,25 +227,6 @@ class EasyBackfill(OrderedScheduler):
         return self._scan(
             view, scratch, pool, head, ends, bisect.bisect_left(ends, (first,)), tries, placements, grid
         )
-
-    def _reserve_at(
-        self, view: ClusterView, pool: GpuPool, head: JobView, grid: np.ndarray, at: float
-    ) -> tuple[float, np.ndarray | None] | None:
-        """The reservation when the placement knows the first release time ``at`` it places ``head`` at.
-
-        The scan's limit holds as for the scan: no more than
-        ``MAX_RESERVATION_TRIES`` groups with enough GPUs free in total
-        before it. None if the placement then refuses after all (the scan
-        decides).
-        """
-        if at == math.inf or _groups_tried(head, pool, grid, at) >= MAX_RESERVATION_TRIES:
-            return math.inf, None
-        scratch = pool.copy()
-        scratch.release_mask((grid <= at) & ~pool.free)
-        found = self.placement.place(head, scratch, view)
-        if found is None:
-            return None
-        return max(at, view.now), _mask(found, pool.free) & pool.free
 
     def _scan(
         self,
@@ -521,6 +500,22 @@ def first_group(head: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> J
     if hi - lo >= MAX_RESERVATION_TRIES or hi >= groups.size:
         return None
     return Jump(groups, lo, hi)
+
+
+def _whole_nodes_reserved(
+    head: JobView, pool: GpuPool, grid: np.ndarray, now: float, at: float, nodes: np.ndarray
+) -> tuple[float, np.ndarray | None]:
+    """The reservation of a head the placement places on whole ``nodes`` from ``at`` on.
+
+    Their free GPUs now are what it withholds. The scan's limit holds as
+    for the scan: no more than ``MAX_RESERVATION_TRIES`` groups with enough
+    GPUs free in total before ``at``.
+    """
+    if at == math.inf or _groups_tried(head, pool, grid, at) >= MAX_RESERVATION_TRIES:
+        return math.inf, None
+    reserved = np.zeros_like(pool.free)
+    reserved[nodes] = pool.free[nodes]
+    return max(at, now), reserved
 
 
 def _groups_tried(head: JobView, pool: GpuPool, grid: np.ndarray, at: float) -> int:

@@ -67,15 +67,18 @@ class FirstFit:
         """Whether :meth:`place` could place ``job`` as GPUs are released (backfill's reservation)."""
         return FirstFitBound(job, pool, now)
 
-    def whole_nodes_at(self, job: JobView, pool: GpuPool, grid: np.ndarray, now: float) -> float | None:
-        """When :meth:`place` could first place a job that needs ``k`` whole nodes, as ``grid``'s jobs end.
+    def whole_nodes_at(
+        self, job: JobView, pool: GpuPool, grid: np.ndarray, now: float
+    ) -> tuple[float, np.ndarray] | None:
+        """When and on which nodes :meth:`place` could first place a job that needs ``k`` whole nodes.
 
         ``grid`` holds each busy GPU's release time. First fit gives such a
         job the first ``k`` nodes with a free GPU, so it fits once those are
         all wholly free: worked out from two times per node (its first
         release, when it joins the nodes with a free GPU, and its last, when
         it is whole), at each time a node becomes whole, where the scan of a
-        reservation would release job after job. inf: never; None: not such
+        reservation would release job after job. The nodes are those ``k``,
+        whose GPUs it would take. ``(inf, no nodes)``: never; None: not such
         a job (another GPU count, a type or a node list), or placeable now.
         """
         k = job.max_nodes(now)
@@ -101,9 +104,9 @@ class FirstFit:
         fits = (first.sum(axis=1) == k) & ~(first & (whole[None, :] > times[:, None])).any(axis=1)
         hits = np.flatnonzero(fits)
         if not hits.size:
-            return math.inf
+            return math.inf, hits
         at = float(times[hits[0]])
-        return None if at == -math.inf else at
+        return None if at == -math.inf else (at, np.flatnonzero(first[hits[0]]))
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
         job = node_request(job, view)
