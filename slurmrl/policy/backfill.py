@@ -320,19 +320,22 @@ class EasyBackfill(OrderedScheduler):
             # the pool and so on any part of it. Checked on counts first, it
             # spares the reservation while no job could use it and the
             # placement call for most candidates under load.
-            k = None  # index into the top counts; None: not checked (a GPU type narrows the nodes)
+            # None: the total, checked above, is all there is to check (a GPU
+            # type narrows the nodes, or the job may span every node).
+            k = None
             if not job.gpu_type:
                 k = job.num_nodes if now < job.spread_at else None  # JobView.max_nodes, inline
+                if k is not None and k >= nodes:
+                    k = None
                 if k == 1:
                     if fullest < 0:
                         fullest = int(pool.free_count.max())
                     if gpus > fullest:
                         refused.add(job_id)
                         continue
-                else:
+                elif k is not None:
                     if top is None:
                         top = TopCounts(pool)
-                    k = -1 if k is None or k >= nodes else k
                     if gpus > top[k]:
                         refused.add(job_id)
                         continue
@@ -554,10 +557,11 @@ def _top_counts(pool: GpuPool) -> list[int]:
 
 
 class TopCounts:
-    """``_top_counts(pool)[k]`` worked out on demand (``k`` -1: every node).
+    """``_top_counts(pool)[k]`` worked out on demand, for ``1 <= k <`` the node count.
 
-    Most candidates ask for all nodes (the pool's total) or one (the fullest
-    node's count); only those that may span a few nodes need the sort.
+    Most candidates that get this far may use one node (the fullest node's
+    count); only those that may span a few nodes need the sort. Those that
+    may span every node need only the pool's total.
     """
 
     __slots__ = ("_pool", "_fullest", "_sums")
@@ -569,8 +573,6 @@ class TopCounts:
 
     def __getitem__(self, k: int) -> int:
         pool = self._pool
-        if k < 0 or k >= len(pool.free_count):
-            return pool.total_free
         if k == 1:
             if self._fullest < 0:
                 self._fullest = int(pool.free_count.max())
