@@ -294,12 +294,12 @@ class EasyBackfill(OrderedScheduler):
         reuse = key == self._reuse_key
         refused = self._refused if reuse else set()
         self._refused, self._reuse_key = refused, key
-        outside: GpuPool | None = None  # free GPUs minus the head's reservation, built on demand
+        shadow, reserved = math.nan, None  # the head's reservation, read when a job first could use it
+        outside: GpuPool | None = None  # free GPUs minus that reservation, built when a job needs it
         top: TopCounts | None = None  # top[k]: free GPUs on the k nodes with most of them (None: to recount)
         top_out: TopCounts | None = None  # the same for ``outside``
         fullest = -1  # top[1], read apart: most candidates may use one node (-1: to recount)
         nodes = len(pool.free_count)
-        shadow = math.inf
         starts: list[Start] = []
         place = self.placement.place
         # Under load most of the up to max_job_test candidates are refused by
@@ -339,36 +339,42 @@ class EasyBackfill(OrderedScheduler):
                     if gpus > top[k]:
                         refused.add(job_id)
                         continue
-            if outside is None:
+            if shadow != shadow:  # NaN: the reservation is not read yet
                 if self._reserved_key != key:
                     self._reserved = self.reservation(view, pool, head)
                     self._reserved_key = key
                 shadow, reserved = self._reserved
-                outside = pool.copy()
-                if reserved is not None:
-                    outside.withhold(reserved)
             limit = job.time_limit
             if now + (limit if limit is not None and limit > 0 else DEFAULT_TIME_LIMIT) <= shadow:
                 placement = place(job, pool, view)
-            elif gpus <= outside.total_free:
-                if k is not None and top_out is None:
-                    top_out = TopCounts(outside)
-                placement = None if k is not None and gpus > top_out[k] else place(job, outside, view)
             else:
-                placement = None
+                if outside is None:
+                    # Made from the pool as it is now, which holds the pass's
+                    # starts so far: the same GPUs as made before them and
+                    # given each start's free part.
+                    outside = pool.copy()
+                    if reserved is not None:
+                        outside.withhold(reserved)
+                if gpus > outside.total_free:
+                    placement = None
+                else:
+                    if k is not None and top_out is None:
+                        top_out = TopCounts(outside)
+                    placement = None if k is not None and gpus > top_out[k] else place(job, outside, view)
             if placement is None:
                 refused.add(job_id)
                 continue
             pool.allocate(placement)
             top, fullest = None, -1  # the pool's counts changed
-            taken = _free_part(placement, outside)
-            if taken is not None:
-                outside.allocate(taken)
-                top_out = None
+            if outside is not None:
+                taken = _free_part(placement, outside)
+                if taken is not None:
+                    outside.allocate(taken)
+                    top_out = None
             starts.append(Start(job_id, placement))
             self.started_now(view, job, placement)
         # NaN when no job could use the reservation, so it was never computed.
-        self.last_shadow = shadow if outside is not None else math.nan
+        self.last_shadow = shadow
         if starts:
             self._backfilled = (pool, view)
         return starts
