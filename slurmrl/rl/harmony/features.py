@@ -16,6 +16,7 @@ Arrays, for a cluster of N nodes, a window of K jobs and M model classes:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -91,30 +92,66 @@ class NodeLoads:
 
     Built once per view from its running jobs; jobs started during the pass
     are added with :meth:`add`, so later decisions of the pass see them.
+    :meth:`in_pool` leaves out the jobs a scratch pool has released.
     """
 
-    def __init__(self, cluster: Cluster, obs: HarmonyObs, running: Iterable[JobView]) -> None:
+    def __init__(
+        self, cluster: Cluster, obs: HarmonyObs, running: Iterable[JobView], held: np.ndarray
+    ) -> None:
         n = len(cluster.nodes)
         self.jobs = np.zeros(n, dtype=np.float32)
         self.sum_sens = np.zeros(n, dtype=np.float32)
         self.max_sens = np.zeros(n, dtype=np.float32)
         self.models = np.zeros((n, len(obs.models) + 1), dtype=np.float32)
         self._index = {m: i for i, m in enumerate(obs.models)}
-        for job in running:
-            if job.placement is not None:
-                self.add(job, job.placement)
+        self._held = held.copy()  # GPUs of the counted jobs: the view's busy ones, then the pass's starts
+        self._placed = [(j, j.placement) for j in running if j.placement is not None]
+        for job, placement in self._placed:
+            self._count(job, placement.nodes)
 
     def model_column(self, model: str) -> int:
         return self._index.get(model, len(self._index))
 
     def add(self, job: JobView, placement: Placement) -> None:
+        self._count(job, placement.nodes)
+        self._placed.append((job, placement))
+        for a in placement.allocs:
+            self._held[a.node, list(a.gpus)] = True
+
+    def _count(self, job: JobView, nodes: Iterable[int]) -> None:
         s = sensitivity(job.model)
         col = self.model_column(job.model)
-        for node in placement.nodes:
+        for node in nodes:
             self.jobs[node] += 1.0
             self.sum_sens[node] += s
             self.max_sens[node] = max(self.max_sens[node], s)
             self.models[node, col] += 1.0
+
+    def in_pool(self, pool: GpuPool) -> NodeLoads:
+        """These loads less the jobs whose GPUs ``pool`` has free on a node.
+
+        A backfill reservation asks where its head would go on a scratch
+        pool that has released every job ending before then, a preemptive
+        pass on one without its victims; those jobs are no load on their
+        nodes at that time. Usually nothing is released: ``self`` itself.
+        """
+        touched = np.flatnonzero((pool.free & self._held).any(axis=1))
+        if not touched.size:
+            return self
+        loads = copy.copy(self)
+        for name in ("jobs", "sum_sens", "max_sens", "models"):
+            column = getattr(self, name).copy()
+            column[touched] = 0.0
+            setattr(loads, name, column)
+        free = pool.free
+        gone = set(touched.tolist())
+        for job, placement in self._placed:
+            kept = [
+                a.node for a in placement.allocs if a.node in gone and not free[a.node, list(a.gpus)].all()
+            ]
+            if kept:
+                loads._count(job, kept)
+        return loads
 
 
 _SENS: dict[str, float] = {}

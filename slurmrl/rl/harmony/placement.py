@@ -83,7 +83,8 @@ class HarmonyPlacement:
 
     def _loads_for(self, view: ClusterView) -> NodeLoads:
         if view is not self._view or self._loads is None:
-            self._view, self._loads = view, NodeLoads(view.cluster, self.obs, view.running)
+            held = ~view.pool.free
+            self._view, self._loads = view, NodeLoads(view.cluster, self.obs, view.running, held)
         return self._loads
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView | None) -> Placement | None:
@@ -98,7 +99,7 @@ class HarmonyPlacement:
         if not room.any():
             return self.fallback.place(job, pool, view) if self.lead else None
         mask = fastest_of(job, pool, room)  # the pointer picks a node of the fastest type with room
-        loads = self._loads_for(view)
+        loads = self._loads_for(view).in_pool(pool)
         o = observe(
             job,
             self.queue,
