@@ -221,7 +221,7 @@ def build_workload(opts: dict, seed: int | None = None) -> Workload:
         seed=opts.get("seed", 0) if seed is None else seed,
         **workload_keywords(opts),
     )
-    report_skipped(workload)
+    report_left_out(workload)
     return workload
 
 
@@ -238,12 +238,22 @@ def workload_keywords(opts: dict) -> dict[str, Any]:
     return given
 
 
-def report_skipped(workload: Workload) -> None:
-    """One line on stderr when --skip-bad dropped rows of the trace."""
-    if workload.trace.skipped:
-        reasons = "; ".join(workload.trace.skip_reasons[:3])
+def report_left_out(workload: Workload) -> None:
+    """One line on stderr for each kind of trace row the replays leave out.
+
+    Bad rows ``--skip-bad`` skipped, and rows the format's loader drops by
+    its documented rules (a job that never ran, one that asked for no GPU):
+    the job count alone hides both, and on some traces the second is a
+    fifth of the file.
+    """
+    trace = workload.trace
+    if trace.skipped:
+        reasons = "; ".join(trace.skip_reasons[:3])
+        click.echo(f"skipped {trace.skipped} bad rows of {trace.source}: {reasons}", err=True)
+    if trace.dropped:
+        counts = ", ".join(f"{n:,} {why}" for why, n in trace.dropped.items())
         click.echo(
-            f"skipped {workload.trace.skipped} bad rows of {workload.trace.source}: {reasons}", err=True
+            f"left out by the {trace.format} format's rules, rows of {trace.source}: {counts}", err=True
         )
 
 

@@ -16,7 +16,7 @@ from slurmrl.cli.options import (
     cell_of,
     jobs_option,
     progress_bar,
-    report_skipped,
+    report_left_out,
     run_tasks,
     seed_list,
     sim_options,
@@ -88,7 +88,8 @@ def _replays(
             where = folder(seed)
             tasks.append(Replay(cell, None if where is None else str(where), runs))
         workloads[seed] = cell_workload(tasks[-1].cell)
-        report_skipped(workloads[seed])
+        if seed == seeds[0]:  # the same rows for every seed
+            report_left_out(workloads[seed])
     return tasks, workloads
 
 

@@ -231,6 +231,26 @@ def test_bad_trace_row_is_named(tmp_path) -> None:
     assert "skipped 1 bad row" in skipped.output
 
 
+def test_rows_a_format_drops_by_rule_are_counted_on_stderr(tmp_path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(
+        "job_id,user,vc,submit_time,duration_s,num_gpus,num_nodes,status,job_type\n"
+        "a,,vc1,0,100,1,,,\n"
+        "b,,vc1,5,100,0,,,\n"
+        "c,,vc1,10,,2,,,\n"
+        "d,,vc1,20,50,2,,,\n"
+    )
+    result = CliRunner().invoke(main, ["simulate", "--trace", str(trace), "--json", "--no-progress"])
+    assert result.exception is None, result.output
+    assert json.loads(result.stdout)["jobs"] == 2
+    assert "left out by the normalized format's rules" in result.stderr
+    assert "1 no GPUs, 1 never scheduled (empty duration)" in result.stderr
+    clean = CliRunner().invoke(
+        main, ["simulate", "--scenario", "philly-sample", "--limit", "20", "--no-progress"]
+    )
+    assert clean.exception is None and "left out" not in clean.stderr
+
+
 def test_the_table_shows_the_inherited_backlog_on_warm_started_workloads_only() -> None:
     from slurmrl.cli.simulate import TABLE_COLUMNS, table_columns
     from slurmrl.sim.experiment import prepare
