@@ -520,7 +520,14 @@ def _whole_nodes_reserved(
     for the scan: no more than ``MAX_RESERVATION_TRIES`` groups with enough
     GPUs free in total before ``at``.
     """
-    if at == math.inf or _groups_tried(head, pool, grid, at) >= MAX_RESERVATION_TRIES:
+    if at == math.inf:
+        return math.inf, None
+    # The groups before ``at`` are no more than the GPUs released before it,
+    # so most reservations need no count of them.
+    if (
+        np.count_nonzero(grid < at) >= MAX_RESERVATION_TRIES
+        and _groups_tried(head, pool, grid, at) >= MAX_RESERVATION_TRIES
+    ):
         return math.inf, None
     reserved = np.zeros_like(pool.free)
     reserved[nodes] = pool.free[nodes]
