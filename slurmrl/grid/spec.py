@@ -8,6 +8,7 @@ An option with one value applies to every cell.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmrl.errors import ConfigError
-from slurmrl.grid.cells import Cell, normal_options
+from slurmrl.grid.cells import SETTING_DEFAULTS, WORKLOAD_DEFAULTS, Cell, normal_options
 
 # Keys of a sweep file that name axes; any other key is an option (see normal_options).
 AXES = ("scenarios", "traces", "clusters", "policies", "placements", "seeds", "seed")
@@ -115,7 +116,27 @@ def read_sweep_file(path: Path) -> dict[str, Any]:
     clash = sorted(set(options) & set(data))
     if clash:
         raise ConfigError(f"{', '.join(clash)} given both at top level and in [options]", file=str(path))
-    return {k.replace("-", "_"): v for k, v in {**data, **options}.items()}
+    table = {k.replace("-", "_"): v for k, v in {**data, **options}.items()}
+    for key, value in table.items():
+        _check_key(path, key, value)
+    return table
+
+
+def _check_key(path: Path, key: str, value: Any) -> None:
+    """A key the sweep file may have: an axis or an option, never a table but ``[options]``."""
+    if isinstance(value, dict):
+        raise ConfigError(
+            f"[{key}] is not a table a sweep file has: axes and options go at top level, options also in [options]",
+            file=str(path),
+        )
+    names = sorted({*AXES, *WORKLOAD_DEFAULTS, *SETTING_DEFAULTS})
+    if key not in names:
+        close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+        raise ConfigError(
+            f"unknown key '{key}'; known: {', '.join(names)}",
+            file=str(path),
+            hint=f"did you mean {', '.join(repr(c) for c in close)}?" if close else None,
+        )
 
 
 def option_axes(values: Mapping[str, Sequence[Any]]) -> tuple[tuple[str, tuple[Any, ...]], ...]:

@@ -60,3 +60,9 @@ def test_sweep_file_errors_name_the_file(tmp_path: Path) -> None:
         read_sweep_file(path)
     with pytest.raises(ConfigError, match="cannot read sweep file"):
         read_sweep_file(tmp_path / "missing.toml")
+    path.write_text('policies = ["fifo"]\ntarget_lod = 0.8\n')
+    with pytest.raises(ConfigError, match=f"{path}: unknown key 'target_lod'.*did you mean 'target_load'"):
+        read_sweep_file(path)
+    path.write_text('[grid]\npolicies = ["fifo"]\n')
+    with pytest.raises(ConfigError, match=rf"{path}: \[grid\] is not a table a sweep file has"):
+        read_sweep_file(path)
