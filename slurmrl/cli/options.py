@@ -243,8 +243,8 @@ def report_left_out(workload: Workload) -> None:
 
     Bad rows ``--skip-bad`` skipped, and rows the format's loader drops by
     its documented rules (a job that never ran, one that asked for no GPU):
-    the job count alone hides both, and on some traces the second is a
-    fifth of the file.
+    the job count alone hides both, and the second is about a quarter of
+    the openb pod list.
     """
     trace = workload.trace
     if trace.skipped:

@@ -134,6 +134,7 @@ class NodeLoads:
         pool that has released every job ending before then, a preemptive
         pass on one without its victims; those jobs are no load on their
         nodes at that time. Usually nothing is released: ``self`` itself.
+        Otherwise a copy for that one observation, never to :meth:`add` to.
         """
         touched = np.flatnonzero((pool.free & self._held).any(axis=1))
         if not touched.size:
