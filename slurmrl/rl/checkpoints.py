@@ -63,7 +63,7 @@ def checkpoint_format(directory: Path | str) -> str:
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise PolicyError(f"{path} is not valid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
+        raise PolicyError(f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
     return str(raw.get("format", "")) if isinstance(raw, dict) else ""
 
 
@@ -109,7 +109,7 @@ def read_config(directory: Path, fmt: str, version: int, family: str) -> dict[st
         raw = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as exc:
         raise PolicyError(
-            f"{cfg_path} is not valid JSON: {exc.msg}", file=str(cfg_path), line=exc.lineno, column=exc.colno
+            f"not valid JSON: {exc.msg}", file=str(cfg_path), line=exc.lineno, column=exc.colno
         ) from None
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else None
