@@ -177,6 +177,15 @@ def call(cmd: Sequence[str], *, timeout: float = 30, env: Mapping[str, str] | No
     if not argv:
         raise ValueError("empty command")
     full_env = None if env is None else {**os.environ, **env}
+    conf = (os.environ if full_env is None else full_env).get("SLURM_CONF")
+    if conf and not os.path.exists(conf):
+        # Slurm's commands retry a slurm.conf they cannot stat for up to a
+        # minute (s_p_parse_file) and then fail as if the controller were down.
+        _count(0.0, failed=True, argv=argv)
+        raise ControllerUnreachable(
+            f"SLURM_CONF={conf}: no such file, so '{argv[0]}' cannot read the cluster's configuration",
+            hint="point SLURM_CONF at this cluster's slurm.conf, or unset it for the default or a configless setup",
+        )
     start = time.monotonic()
     try:
         proc = subprocess.run(

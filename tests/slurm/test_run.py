@@ -73,3 +73,17 @@ def test_missing_binary_and_timeout(tmp_path: Path) -> None:
     env = _fake(tmp_path, "scontrol", "sleep 5")
     with pytest.raises(ControllerUnreachable, match="did not finish"):
         call(["scontrol", "ping"], timeout=0.3, env=env)
+
+
+def test_a_missing_slurm_conf_fails_at_once_naming_it(tmp_path: Path) -> None:
+    """Slurm's commands retry a slurm.conf they cannot stat for a minute, then blame the controller."""
+    ran = tmp_path / "ran"
+    env = _fake(tmp_path, "sinfo", f"touch {ran}; printf 'slurm 22.05.8\\n'")
+    missing = tmp_path / "etc" / "slurm.conf"
+    with pytest.raises(ControllerUnreachable, match=f"SLURM_CONF={missing}: no such file") as err:
+        call(["sinfo", "--version"], env={**env, "SLURM_CONF": str(missing)})
+    assert "point SLURM_CONF" in str(err.value) and not ran.exists()
+    missing.parent.mkdir()
+    missing.write_text("ClusterName=test\n")
+    assert call(["sinfo", "--version"], env={**env, "SLURM_CONF": str(missing)}).stdout == "slurm 22.05.8\n"
+    assert ran.exists()
