@@ -29,7 +29,7 @@ import numpy as np
 
 from slurmrl.cluster.model import Placement
 from slurmrl.cluster.pool import GpuPool
-from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy
+from slurmrl.policy.base import OrderedScheduler, Ordering, PlacementPolicy, uses_pass_hooks_of
 from slurmrl.policy.placement.common import tables
 from slurmrl.policy.view import ClusterView, JobView, Promise, Start
 
@@ -99,12 +99,7 @@ class EasyBackfill(OrderedScheduler):
         its finished jobs are read again by the next pass's sync, and the
         backfill gate, reservation and refused jobs are left as they were.
         """
-        cls = type(self)
-        return (
-            cls.after_blocked is EasyBackfill.after_blocked
-            and cls.before_pass is EasyBackfill.before_pass
-            and cls.after_pass is EasyBackfill.after_pass
-        )
+        return uses_pass_hooks_of(type(self), EasyBackfill)
 
     def promise(self) -> Promise | None:
         """The strict pass's promise, up to the next backfill pass, which may start what it could not.

@@ -62,6 +62,15 @@ class PlacementPolicy(Protocol):
         ...
 
 
+# The hooks a pass runs besides the walk: a promise holds only where each is one whose effect is known.
+PASS_HOOKS = ("after_blocked", "before_pass", "after_pass")
+
+
+def uses_pass_hooks_of(cls: type, base: type) -> bool:
+    """Whether ``cls`` runs ``base``'s own pass hooks, overriding none of them."""
+    return all(getattr(cls, hook) is getattr(base, hook) for hook in PASS_HOOKS)
+
+
 def confirm_start(placement: PlacementPolicy, job: JobView, chosen: Placement, view: ClusterView) -> None:
     """Tell ``placement`` that ``job`` starts on ``chosen`` in this pass.
 
@@ -108,12 +117,7 @@ class OrderedScheduler:
 
     def _passes_keep_promises(self) -> bool:
         """Whether a pass that starts nothing leaves nothing behind but what the next pass catches up on."""
-        cls = type(self)
-        return (
-            cls.after_blocked is OrderedScheduler.after_blocked
-            and cls.before_pass is OrderedScheduler.before_pass
-            and cls.after_pass is OrderedScheduler.after_pass
-        )
+        return uses_pass_hooks_of(type(self), OrderedScheduler)
 
     def promise(self) -> Promise | None:
         """What the pass just decided promises of the passes before the next answer (None: nothing)."""
