@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmrl.errors import TraceError
-from slurmrl.traces.rows import Builder, RowError, parse_datetime, read_text
+from slurmrl.traces.rows import Builder, RowError, parse_datetime, read_text, shown
 from slurmrl.traces.schema import Trace, TraceJob
 
 STATUS = {"pass": "COMPLETED", "killed": "KILLED", "failed": "FAILED"}
@@ -102,7 +102,7 @@ def _time(value: Any, column: str) -> float | None:
     if value is None or value == "None" or value == "":
         return None
     if not isinstance(value, str):
-        raise RowError(f"{value!r} is not a date-time string", column)
+        raise RowError(f"{shown(repr(value))} is not a date-time string", column)
     return parse_datetime(value, column)
 
 

@@ -87,6 +87,12 @@ def text_lines(text: str) -> list[str]:
 # ---------------------------------------------------------------- field parsers
 
 
+def shown(text: str, limit: int = 40) -> str:
+    """A field's value as an error quotes it: one line, at most ``limit`` characters."""
+    flat = " ".join(text.split()) if any(c in text for c in "\r\n\t") else text
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def parse_id(text: str | None, column: str = "job_id") -> str:
     if not text:
         raise RowError("empty job id", column)
@@ -97,9 +103,9 @@ def parse_float(text: str, column: str, *, minimum: float | None = 0.0) -> float
     try:
         value = float(text)
     except ValueError:
-        raise RowError(f"'{text}' is not a number", column) from None
+        raise RowError(f"'{shown(text)}' is not a number", column) from None
     if math.isnan(value) or math.isinf(value):
-        raise RowError(f"'{text}' is not a finite number", column)
+        raise RowError(f"'{shown(text)}' is not a finite number", column)
     if minimum is not None and value < minimum:
         raise RowError(f"{value:g} is negative", column, "times and durations must be >= 0")
     return value
@@ -112,7 +118,7 @@ def parse_count(text: str, column: str) -> int:
     except ValueError:
         value_f = parse_float(text, column)
         if value_f != int(value_f):
-            raise RowError(f"'{text}' is not a whole number", column) from None
+            raise RowError(f"'{shown(text)}' is not a whole number", column) from None
         value = int(value_f)
     if value < 0:
         raise RowError(f"{value} is negative", column)
@@ -124,7 +130,9 @@ def parse_datetime(text: str, column: str) -> float:
     try:
         stamp = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise RowError(f"'{text}' is not a date-time", column, "expected YYYY-MM-DD HH:MM:SS") from None
+        raise RowError(
+            f"'{shown(text)}' is not a date-time", column, "expected YYYY-MM-DD HH:MM:SS"
+        ) from None
     return stamp.timestamp() if stamp.tzinfo else _naive_seconds(stamp)
 
 
@@ -258,9 +266,22 @@ def csv_rows(
                     column=column,
                     hint=f"header has: {', '.join(header)}",
                 )
+        last = reader.line_num
         for values in reader:
+            start, last = last + 1, reader.line_num
+            if last > start and len(values) != len(header) and any("\n" in v or "\r" in v for v in values):
+                # A field that opens with a quote runs on to the next quote, rows and
+                # all: a record of the wrong width whose last line, which an error
+                # would name, is far from the stray quote. (A quoted line break in a
+                # record of the right width is a value like any other.)
+                raise TraceError(
+                    f"a quoted field runs over lines {start}-{last}, leaving {len(values)} fields of {len(header)}",
+                    file=display,
+                    line=start,
+                    hint='a stray or unclosed quote (") on this line?',
+                )
             if not values or (len(values) == 1 and not values[0].strip()):
                 continue
-            yield Row(values, index, reader.line_num)
+            yield Row(values, index, start)
     except csv.Error as exc:
         raise TraceError(f"malformed CSV: {exc}", file=display, line=reader.line_num) from None

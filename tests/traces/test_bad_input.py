@@ -156,3 +156,24 @@ def test_a_stray_form_feed_does_not_shift_the_line_an_error_names(tmp_path: Path
         "A3C\tcmd\fx\t-n\t1\t100\t0\t1\r\nA3C\tcmd\t-n\t1\t100\t0\t1\nGPT-9\tcmd\t-n\t1\t100\t0\t1\n",
     )
     raises_at(path, 3, "job_type")
+
+
+@pytest.mark.parametrize("skip_bad", [False, True])
+def test_an_unclosed_quote_names_its_own_line_not_the_end_of_the_file(tmp_path: Path, skip_bad: bool) -> None:
+    """A field opening with a quote swallows every later row up to the next quote.
+
+    The reader then hands one record ending on the file's last line; the
+    error must point at the line where the quote opened, and stop even when
+    bad rows are skipped, since the rows it swallowed cannot be counted.
+    """
+    rows = [f"j{i},,,{i},10,1,,," for i in range(6)]
+    rows[2] = 'j2,,,2,"10,1,,,'
+    path = write(tmp_path / "t.csv", HEADER + "\n".join(rows) + "\n")
+    err = raises_at(path, 4, None, skip_bad=skip_bad)
+    assert "lines 4-7" in err.message and "\n" not in str(err)
+
+
+def test_a_long_bad_value_is_quoted_short_on_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.csv", HEADER + 'a,,,0,"' + "9 " * 60 + 'x",1,,,\n')
+    err = raises_at(path, 2, "duration_s")
+    assert "not a number" in err.message and len(err.message) < 80
