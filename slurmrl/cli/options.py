@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from slurmrl.cli.numbers import Finite
 from slurmrl.errors import SlurmrlError
 from slurmrl.executors import longest_first
 from slurmrl.perf.model import DEFAULT_SPEED_MODEL, SPEED_MODELS
@@ -80,14 +81,14 @@ def workload_options(f: Callable) -> Callable:
         ),
         click.option(
             "--arrival-scale",
-            type=float,
+            type=Finite(),
             default=None,
             callback=_positive,
             help="Divide inter-arrival times by X (2 = twice the arrivals per hour).",
         ),
         click.option(
             "--target-load",
-            type=float,
+            type=Finite(),
             default=None,
             callback=_positive,
             help="Pick the arrival scale that makes the offered load (GPU-time asked over "
@@ -95,7 +96,7 @@ def workload_options(f: Callable) -> Callable:
         ),
         click.option(
             "--load",
-            type=float,
+            type=Finite(),
             default=None,
             hidden=True,
             expose_value=False,
@@ -125,9 +126,11 @@ def workload_options(f: Callable) -> Callable:
             help="Skip malformed trace rows and report how many, instead of stopping.",
         ),
         click.option(
-            "--start", type=float, default=None, help="Keep jobs submitted at or after this many seconds."
+            "--start", type=Finite(), default=None, help="Keep jobs submitted at or after this many seconds."
         ),
-        click.option("--end", type=float, default=None, help="Keep jobs submitted before this many seconds."),
+        click.option(
+            "--end", type=Finite(), default=None, help="Keep jobs submitted before this many seconds."
+        ),
         click.option("--vc", "vcs", multiple=True, help="Keep only jobs of this VC (repeatable)."),
         click.option(
             "--max-gpus", type=int, default=None, help="Keep only jobs asking for at most this many GPUs."
@@ -179,7 +182,7 @@ def sim_options(f: Callable) -> Callable:
         ),
         click.option(
             "--handover-history",
-            type=click.FloatRange(min=0),
+            type=Finite(min=0),
             default=0.0,
             metavar="DAYS",
             help="Warm-started scenarios: hand the policy under test the warm-up's jobs that ended "
@@ -393,7 +396,7 @@ def executor_options(f: Callable) -> Callable:
         ),
         click.option(
             "--mem-gb",
-            type=click.FloatRange(min=0, min_open=True),
+            type=Finite(min=0, min_open=True),
             default=None,
             help="Memory per array task.",
         ),

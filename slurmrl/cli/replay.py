@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from slurmrl.cli.numbers import Finite
 from slurmrl.cli.options import build_workload, progress_bar, workload_options
 
 
@@ -29,7 +30,7 @@ def _compare_line(live: dict[str, object], twin: dict[str, object]) -> str:
 @workload_options
 @click.option(
     "--speedup",
-    type=float,
+    type=Finite(),
     required=True,
     help="Trace seconds per wall second (100: a trace day in about 15 minutes).",
 )
@@ -47,7 +48,7 @@ def _compare_line(live: dict[str, object], twin: dict[str, object]) -> str:
 @click.option("--partition", default="", help="Submit to this partition [default: the cluster's default].")
 @click.option(
     "--floor",
-    type=float,
+    type=Finite(),
     default=2.0,
     show_default=True,
     help="Shortest job, in wall seconds (shorter jobs sleep this long, in both worlds).",

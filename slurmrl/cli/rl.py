@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from slurmrl.cli.numbers import Finite
 from slurmrl.cli.options import (
     build_executor,
     build_settings,
@@ -323,19 +324,17 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
     help="topdrl: the episode reward; harmony: jct pays the waiting area paired with its fallback "
     "placement's replay (default: each placed job's own slowdown).",
 )
-@click.option(
-    "--gamma", type=click.FloatRange(0.0, 1.0), default=None, help="Discount factor; default: the trainer's."
-)
+@click.option("--gamma", type=Finite(0.0, 1.0), default=None, help="Discount factor; default: the trainer's.")
 @click.option(
     "--lr",
     "learning_rate",
-    type=click.FloatRange(min=0.0),
+    type=Finite(min=0.0),
     default=None,
     help="Learning rate; default: the trainer's.",
 )
 @click.option(
     "--target-kl",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=Finite(min=0.0, min_open=True),
     default=None,
     help="Early-stop KL per update; default: the trainer's.",
 )
@@ -347,7 +346,7 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 )
 @click.option(
     "--makespan-weight",
-    type=click.FloatRange(min=0.0),
+    type=Finite(min=0.0),
     default=None,
     help="Weight of the elapsed-time reward term.",
 )
@@ -360,7 +359,7 @@ def _train_seeds(policy: str, req: TrainRequest, count: int, opts: dict[str, obj
 )
 @click.option(
     "--wall-limit",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=Finite(min=0.0, min_open=True),
     default=None,
     help="Stop after the update that passes this many seconds.",
 )

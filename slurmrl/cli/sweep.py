@@ -45,7 +45,7 @@ def _convert(ctx: click.Context, key: str, value: Any) -> Any:
     try:
         return param.process_value(ctx, list(value) if param.multiple else value)
     except click.BadParameter as exc:
-        raise ConfigError(exc.message, column=key) from None
+        raise ConfigError(f"{key}: {exc.message}") from None
 
 
 def as_values(value: Any) -> list[Any]:
@@ -111,7 +111,13 @@ def _check_workloads(grid: Grid) -> None:
 
 def _table(ctx: click.Context, config: Path | None, vary: tuple[str, ...], params: dict[str, Any]) -> dict:
     """The sweep file's table with every flag given on the command line on top."""
-    table = converted(ctx, read_sweep_file(config)) if config is not None else {}
+    table: dict[str, Any] = {}
+    if config is not None:
+        read = read_sweep_file(config)
+        try:
+            table = converted(ctx, read)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=str(config)) from None
     for name, value in params.items():
         if name in _OWN_FLAGS or ctx.get_parameter_source(name) in (
             ParameterSource.DEFAULT,

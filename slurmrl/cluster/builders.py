@@ -19,6 +19,23 @@ from slurmrl.cluster.model import Cluster, Node, Rack, islands_for
 # 16-20, leaving room for switches and power), kept fixed so runs are comparable.
 SYNTH_RACK_SIZE = 16
 
+# What a cluster description may ask for: far above any site (the largest
+# Slurm clusters run some tens of thousands of nodes; the densest boards hold
+# 16 GPUs, 56 MIG slices on 8 A100s), and small enough that a typo such as
+# 1000x1000x8 is an error at once rather than minutes of building nodes.
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 256
+
+
+def size_problem(nodes: int, gpus_per_node: int) -> str | None:
+    """Why a cluster of ``nodes`` nodes with up to ``gpus_per_node`` GPUs each is refused (None: it is not)."""
+    if nodes > MAX_NODES:
+        return f"{nodes:,} nodes is more than the {MAX_NODES:,} a cluster may have"
+    if gpus_per_node > MAX_GPUS_PER_NODE:
+        return f"{gpus_per_node:,} GPUs on a node is more than the {MAX_GPUS_PER_NODE} a node may have"
+    return None
+
+
 # GPU families whose multi-GPU boards are NVSwitch all-to-all (NVIDIA HGX/DGX
 # A100, H100/H800/H200, B200 baseboards; A800 is the export A100 variant).
 NVSWITCH_FAMILIES = ("a100", "a800", "h100", "h800", "h200", "h20", "b100", "b200", "gb200")

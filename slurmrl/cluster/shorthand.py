@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from slurmrl.cluster.builders import NVSWITCH_FAMILIES, NodeSpec, assemble, default_intra
+from slurmrl.cluster.builders import NVSWITCH_FAMILIES, NodeSpec, assemble, default_intra, size_problem
 from slurmrl.cluster.model import Cluster, islands_for
 from slurmrl.errors import SpecError
 from slurmrl.perf.gpu_types import GPU_TYPES, canonical_gpu
@@ -32,7 +32,7 @@ MEMORY_MB_PER_GPU = 32_000
 # Boards the link model knows (NVSwitch baseboards) but the throughput table does not.
 UNMEASURED_TYPES = tuple(t for t in NVSWITCH_FAMILIES if canonical_gpu(t) is None)
 SHAPE = "RACKSxNODESxGPUS[:type[:intra]]"
-_LOOKS_LIKE = re.compile(r"^\s*\d+\s*[xX*]")
+_LOOKS_LIKE = re.compile(r"^\s*-?\d+\s*[xX*]")
 
 
 def looks_like_shorthand(spec: str) -> bool:
@@ -59,6 +59,9 @@ def parse_shorthand(spec: str) -> Cluster:
             raise fail(f"{label} must be at least 1, got {value}")
         numbers.append(value)
     racks, per_rack, gpus = numbers
+    too_big = size_problem(racks * per_rack, gpus)
+    if too_big is not None:
+        raise fail(too_big)
     if ":" in spec and not gpu_type.strip():
         raise fail("GPU type after ':' is empty")
     gpu_type = gpu_type.strip().lower() or DEFAULT_GPU_TYPE

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from slurmrl.cluster.builders import NodeSpec, assemble
+from slurmrl.cluster.builders import NodeSpec, assemble, size_problem
 from slurmrl.cluster.model import Cluster, islands_for
 from slurmrl.errors import SpecError
 from slurmrl.slurm.scheduler_conf import SchedulerSettings, settings_from_mapping
@@ -86,6 +86,8 @@ class _Checker:
                 # 0 CPUs / 0 MB means "unknown" (trace machine lists rarely say).
                 if not _is_int(value) or value < 0:
                     self.add(at, f"must be a non-negative integer, got {value!r}")
+                elif key == "gpus" and (too_big := size_problem(0, value)) is not None:
+                    self.add(at, too_big)
                 else:
                     out[key] = value
             elif key == "islands":
@@ -134,6 +136,9 @@ def parse_toml_spec(raw: dict[str, Any], where: str = "<spec>", default_name: st
         check.add("racks", "needs at least one [[racks]] table with 'name' and 'nodes'")
         racks_raw = []
     layout = _Layout(racks_raw, check)
+    too_big = size_problem(layout.planned, 0)
+    if too_big is not None:  # stop before naming them: a typo here would name millions
+        raise SpecError(f"racks: {too_big}", file=where)
     for i, rack in enumerate(racks_raw):
         layout.add(i, rack)
     layout.check_names()
@@ -178,6 +183,7 @@ class _Layout:
             len(r["nodes"]) for r in racks_raw if isinstance(r, dict) and isinstance(r.get("nodes"), list)
         )
         self.width = max(2, len(str(counted + named)))
+        self.planned = counted + named  # nodes the racks ask for
         self.next_number = 1
         self.owner: dict[str, str] = {}  # node -> where it was listed
         self.rack_names: dict[str, str] = {}  # rack -> where it was defined

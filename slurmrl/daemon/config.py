@@ -10,6 +10,7 @@ state file can move together.
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -188,6 +189,8 @@ def _type_error(kind: str, value: Any) -> str | None:
         return f"must be an integer, not {got} {value!r}"
     if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
         return f"must be a number (seconds), not {got} {value!r}"
+    if kind == "float" and not math.isfinite(value):
+        return f"must be a finite number, not {value!r}"
     if kind == "bool" and not isinstance(value, bool):
         return f"must be true or false, not {got} {value!r}"
     if kind == "str" and not isinstance(value, str):

@@ -85,8 +85,9 @@ def test_dry_run_lists_the_cells_in_the_order_they_are_submitted(tmp_path: Path)
     ("args", "message"),
     [
         (["--vary", "limit"], "--vary 'limit': expected OPTION=VALUE"),
-        (["--vary", "target_load=-1"], "column 'target_load': must be positive"),
-        (["--vary", "speed_model=fast"], "column 'speed_model'"),
+        (["--vary", "target_load=-1"], "target_load: must be positive"),
+        (["--vary", "start=0,nan"], "start: 'nan' is not a finite number"),
+        (["--vary", "speed_model=fast"], "speed_model: "),
         (["--vary", "colour=red"], "unknown option 'colour'"),
         (["--policies", "nosuch"], "nosuch"),
         (["--time", "soon"], "--time 'soon' is not a Slurm time"),
@@ -123,11 +124,19 @@ def test_an_unusable_workload_fails_before_any_cell_runs(
     assert not out.exists()
 
 
-def test_bad_sweep_file_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[options]\nlimit = 'many'\n", "limit: "),
+        ("arrival_scale = [1.0, inf]\n", "arrival_scale: inf is not a finite"),
+    ],
+)
+def test_bad_sweep_file_is_one_line_naming_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     config = tmp_path / "bad.toml"
-    config.write_text("[options]\nlimit = 'many'\n")
+    config.write_text(text)
     result = _invoke("--config", str(config), "--out", str(tmp_path / "x"))
-    assert result.exit_code != 0 and "column 'limit'" in result.output
+    assert isinstance(result.exception, SystemExit) and result.exit_code != 0
+    assert f"Error: {config}: {message}" in result.output and len(result.output.strip().splitlines()) == 1
 
 
 def test_report_renders_the_cells(tmp_path: Path) -> None:

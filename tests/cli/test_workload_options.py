@@ -91,6 +91,10 @@ def test_load_is_gone_with_a_pointer_to_its_replacements() -> None:
         (["--target-load", "-1"], ["--target-load"]),
         (["--arrival-scale", "2", "--target-load", "0.5"], ["--arrival-scale", "--target-load"]),
         (["--seeds", "0"], ["--seeds"]),
+        # click's float takes nan and inf; --start nan made a window no job is past, forever.
+        (["--start", "nan"], ["--start", "not a finite number"]),
+        (["--arrival-scale", "inf"], ["--arrival-scale", "not a finite number"]),
+        (["--handover-history", "inf"], ["--handover-history", "not a finite number"]),
     ],
 )
 def test_bad_settings_are_one_line_errors(args: list[str], words: list[str]) -> None:

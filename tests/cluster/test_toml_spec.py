@@ -165,3 +165,12 @@ def test_round_trip_is_compact_for_homogeneous_clusters() -> None:
     text = cluster_to_toml(cluster)
     assert "[nodes." not in text and 'intra = "nvswitch"' in text
     assert parse_toml_spec(tomllib.loads(text)) == cluster
+
+
+def test_a_cluster_past_any_site_is_refused_before_its_nodes_are_named(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        _load_text(tmp_path, "[[racks]]\nname = 'r1'\nnodes = 10_000_000\n")
+    assert "10,000,000 nodes is more than the 100,000" in info.value.format()
+    with pytest.raises(SpecError) as info:
+        _load_text(tmp_path, "[defaults]\ngpus = 4096\n[[racks]]\nname = 'r1'\nnodes = 2\n")
+    assert "defaults.gpus: 4,096 GPUs on a node is more than the 256" in info.value.format()

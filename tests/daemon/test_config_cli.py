@@ -47,6 +47,17 @@ def test_every_problem_is_reported_at_once_with_its_key(tmp_path: Path) -> None:
         assert needle in text, needle
 
 
+def test_nan_and_inf_are_refused_where_a_number_is_asked(tmp_path: Path) -> None:
+    """TOML reads nan and inf as floats: an interval of inf would never cycle again."""
+    path = tmp_path / "d.toml"
+    path.write_text("interval = inf\nstarvation_wait = nan\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = err.value.format()
+    assert "interval: must be a finite number, not inf" in text
+    assert "starvation_wait: must be a finite number, not nan" in text
+
+
 def test_policy_names_are_checked_and_oracles_refused() -> None:
     with pytest.raises(ConfigError, match="did you mean 'fifo-backfill'"):
         parse_config({"policy": "fifo-backfil"})
