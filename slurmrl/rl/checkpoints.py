@@ -113,12 +113,10 @@ def read_config(directory: Path, fmt: str, version: int, family: str) -> dict[st
         ) from None
     if not isinstance(raw, dict) or raw.get("format") != fmt:
         found = raw.get("format") if isinstance(raw, dict) else None
-        raise PolicyError(
-            f"{cfg_path} is not a {family} checkpoint config (format={found!r})", file=str(cfg_path)
-        )
+        raise PolicyError(f"not a {family} checkpoint config (format={found!r})", file=str(cfg_path))
     if raw.get("version") != version:
         raise PolicyError(
-            f"{cfg_path} has checkpoint version {raw.get('version')}; this slurmrl reads version {version}",
+            f"checkpoint version {raw.get('version')!r}; this slurmrl reads version {version}",
             file=str(cfg_path),
             hint="retrain or upgrade slurmrl",
         )
@@ -134,7 +132,7 @@ def read_weights(directory: Path, expected: Mapping[str, tuple[int, ...]]) -> di
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as exc:
-        raise PolicyError(f"cannot load weights {weights}: {exc}", file=str(weights)) from None
+        raise PolicyError(f"cannot load weights: {exc}", file=str(weights)) from None
     problems = [f"no tensor {name}" for name in expected if name not in state]
     problems += [f"unexpected tensor {name}" for name in state if name not in expected]
     problems += [
@@ -144,7 +142,7 @@ def read_weights(directory: Path, expected: Mapping[str, tuple[int, ...]]) -> di
     ]
     if problems:
         raise PolicyError(
-            f"cannot load weights {weights}: {'; '.join(problems)}",
+            f"cannot load weights: {'; '.join(problems)}",
             file=str(weights),
             hint="the weights do not match config.json; re-export the checkpoint",
         )

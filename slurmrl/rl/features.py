@@ -36,6 +36,7 @@ from slurmrl.perf.zoo import MODELS
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.placement.common import tables
 from slurmrl.policy.view import ClusterView, FinishedJob, JobView
+from slurmrl.rl.config_fields import names, only, section, whole
 
 # log1p(seconds) divided by this lands in [0, 1] up to about 38 days.
 LOG_TIME = 15.0
@@ -105,8 +106,11 @@ class ObsConfig:
         return {"window": self.window, "oldest": self.oldest, "models": list(self.models)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> ObsConfig:
-        return cls(int(data["window"]), int(data["oldest"]), tuple(data["models"]))  # type: ignore[arg-type]
+    def from_dict(cls, data: object) -> ObsConfig:
+        table = section(data, "obs")
+        only(table, {"window", "oldest", "models"}, "obs")
+        window = whole(table, "window", "obs")
+        return cls(window, whole(table, "oldest", "obs", least=0, most=window), names(table, "models", "obs"))
 
 
 def grid_shape(cluster: Cluster) -> tuple[int, int, int]:

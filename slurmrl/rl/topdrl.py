@@ -28,6 +28,7 @@ import numpy as np
 from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy, Policy
 from slurmrl.rl import checkpoints
+from slurmrl.rl.config_fields import choice, flag
 from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.lead import check_lead, lead_policy
 from slurmrl.rl.nets.config import NetConfig, weight_shapes
@@ -94,15 +95,17 @@ def save_checkpoint(
 
 def read_checkpoint_config(directory: Path) -> Checkpoint:
     """A checkpoint's config.json, checked; the weights are not read."""
+    from slurmrl.policy.registry import placement_names
+
     raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "TopDRL")
     cfg_path = directory / CONFIG
     try:
-        net_cfg = NetConfig(**raw["net"])
-        obs = ObsConfig.from_dict(raw["obs"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(
-            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
-        ) from None
+        net_cfg = NetConfig.from_dict(raw.get("net"))
+        obs = ObsConfig.from_dict(raw.get("obs"))
+        allow_wait = flag(raw, "allow_wait", "", default=False)
+        placement = choice(raw, "placement", "", placement_names(), default="topology")
+    except ValueError as exc:
+        raise PolicyError(str(exc), file=str(cfg_path)) from None
     if net_cfg.job_features != obs.job_features:
         raise PolicyError(
             f"net.job_features={net_cfg.job_features} does not match the observation "
@@ -110,9 +113,7 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
             file=str(cfg_path),
         )
     lead = check_lead(str(raw.get("lead", "")), cfg_path)
-    return Checkpoint(
-        net_cfg, obs, bool(raw.get("allow_wait", False)), str(raw.get("placement", "topology")), lead
-    )
+    return Checkpoint(net_cfg, obs, allow_wait, placement, lead)
 
 
 def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:

@@ -28,6 +28,7 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.perf.zoo import MODELS
 from slurmrl.policy.placement.interference import zoo_sensitivity
 from slurmrl.policy.view import JobView
+from slurmrl.rl.config_fields import names, only, section, whole
 
 LOG_TIME = 15.0  # log1p(seconds) / LOG_TIME is in [0, 1] up to about 38 days
 JOB_BASE = ("valid", "log_gpus", "gpus_over_node", "sensitivity", "log_wait", "log_limit")
@@ -69,8 +70,10 @@ class HarmonyObs:
         return {"window": self.window, "models": list(self.models)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> HarmonyObs:
-        return cls(int(data["window"]), tuple(data["models"]))  # type: ignore[arg-type]
+    def from_dict(cls, data: object) -> HarmonyObs:
+        table = section(data, "obs")
+        only(table, {"window", "models"}, "obs")
+        return cls(whole(table, "window", "obs"), names(table, "models", "obs"))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from slurmrl.errors import PolicyError
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.view import ClusterView, Decisions, JobView
 from slurmrl.rl import checkpoints
+from slurmrl.rl.config_fields import choice, flag
 from slurmrl.rl.harmony.features import HarmonyObs
 from slurmrl.rl.harmony.placement import LEAD_BONUS, Chooser, HarmonyPlacement, Step, greedy_chooser
 from slurmrl.rl.nets.config import HarmonyNetConfig, weight_shapes
@@ -190,27 +191,18 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
     raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "Harmony")
     cfg_path = directory / CONFIG
     try:
-        net_cfg = HarmonyNetConfig(**raw["net"])
-        obs = HarmonyObs.from_dict(raw["obs"])
+        net_cfg = HarmonyNetConfig.from_dict(raw.get("net"))
+        obs = HarmonyObs.from_dict(raw.get("obs"))
         ordering = str(raw.get("ordering", DEFAULT_ORDERING))
-        lead = raw.get("lead", False)
-        if not isinstance(lead, bool):
-            raise ValueError("'lead' must be true or false")
+        lead = flag(raw, "lead", "", default=False)
         bonus = raw.get("lead_bonus", LEAD_BONUS)
         if isinstance(bonus, bool) or not isinstance(bonus, int | float) or not math.isfinite(bonus):
             raise ValueError(f"'lead_bonus' must be a finite number, not {bonus!r}")
-        placement = raw.get("placement", HarmonyCheckpoint.placement)
-        if placement not in placement_names():
-            raise ValueError(f"'placement' must be one of {', '.join(placement_names())}, not {placement!r}")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(
-            f"{cfg_path}: bad or missing field ('net', 'obs', 'lead', 'lead_bonus' or 'placement'): {exc}",
-            file=str(cfg_path),
-        ) from None
+        placement = choice(raw, "placement", "", placement_names(), default=HarmonyCheckpoint.placement)
+    except ValueError as exc:
+        raise PolicyError(str(exc), file=str(cfg_path)) from None
     if (net_cfg.job_features, net_cfg.node_features) != (obs.job_features, obs.node_features):
-        raise PolicyError(
-            f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
-        )
+        raise PolicyError("'net' feature counts do not match the 'obs' layout", file=str(cfg_path))
     return HarmonyCheckpoint(net_cfg, obs, ordering, lead, placement, float(bonus)), checkpoints.read_weights(
         directory, weight_shapes(net_cfg)
     )

@@ -29,6 +29,7 @@ from slurmrl.cluster.pool import GpuPool
 from slurmrl.policy.elastic.curves import Curves, bounds
 from slurmrl.policy.placement.common import eligible, tables
 from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.rl.config_fields import flag, only, section, whole
 
 _NONE = 1 << 30  # free-GPU count standing for "no node fits"
 LOG_TIME = 15.0  # log1p(seconds) / LOG_TIME is in [0, 1] up to about 38 days
@@ -111,12 +112,15 @@ class MaifsObs:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> MaifsObs:
+    def from_dict(cls, data: object) -> MaifsObs:
+        table = section(data, "obs")
+        only(table, {"window", "max_counts", "oldest", "reserve"}, "obs")
+        window = whole(table, "window", "obs")
         return cls(
-            int(data["window"]),  # type: ignore[call-overload]
-            int(data["max_counts"]),  # type: ignore[call-overload]
-            int(data["oldest"]),  # type: ignore[call-overload]
-            bool(data.get("reserve", 0)),
+            window,
+            whole(table, "max_counts", "obs"),
+            whole(table, "oldest", "obs", least=0, most=window),
+            flag(table, "reserve", "obs", default=False),
         )
 
 

@@ -240,17 +240,13 @@ def read_checkpoint(directory: Path) -> tuple[MaifsObs, MaifsNetConfig, dict[str
     raw = checkpoints.read_config(directory, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, "MAIFS")
     cfg_path = directory / CONFIG
     try:
-        net_cfg = MaifsNetConfig(**raw["net"])
-        obs = MaifsObs.from_dict(raw["obs"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyError(
-            f"{cfg_path}: bad or missing field in 'net'/'obs': {exc}", file=str(cfg_path)
-        ) from None
+        net_cfg = MaifsNetConfig.from_dict(raw.get("net"))
+        obs = MaifsObs.from_dict(raw.get("obs"))
+    except ValueError as exc:
+        raise PolicyError(str(exc), file=str(cfg_path)) from None
     layout = (obs.job_features, obs.option_features, obs.global_features)
     if (net_cfg.job_features, net_cfg.option_features, net_cfg.global_features) != layout:
-        raise PolicyError(
-            f"{cfg_path}: 'net' feature counts do not match the 'obs' layout", file=str(cfg_path)
-        )
+        raise PolicyError("'net' feature counts do not match the 'obs' layout", file=str(cfg_path))
     return obs, net_cfg, checkpoints.read_weights(directory, weight_shapes(net_cfg))
 
 

@@ -10,9 +10,10 @@ name instead of failing inside a matrix product at the first decision.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol, Self
 
 from slurmrl.rl.checkpoints import layer_shapes
+from slurmrl.rl.config_fields import whole_fields
 
 
 class _Layered(Protocol):
@@ -23,6 +24,11 @@ class _Layered(Protocol):
 class _Config:
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """config.json's ``net``: every size a whole number in range, no field unknown."""
+        return whole_fields(cls, data, "net")
 
 
 @dataclass(frozen=True)
