@@ -23,7 +23,7 @@ from slurmrl.cli.options import (
     workload_header,
     workload_options,
 )
-from slurmrl.errors import SlurmrlError
+from slurmrl.errors import PolicyError, SlurmrlError
 from slurmrl.policy.base import Policy
 from slurmrl.sim.experiment import ROW_FLAGS, RunOutput, SimSettings, Workload, run_policy, save_run
 from slurmrl.sim.seeds import SeedStat
@@ -265,9 +265,24 @@ def _policy_pairs(policies: str | None, placements: str | None) -> list[tuple[st
     if placements:
         places = [p.strip() for p in placements.split(",") if p.strip()]
         pairs = [(n, p) for n, fixed in pairs for p in ([fixed] if fixed else places)]
+    asked: dict[tuple[str, str], str] = {}
     for name, place in pairs:
         _check_policy(name, place)
+        key, given = _run_key(name, place), f"{name}+{place}" if place else name
+        if key in asked:
+            # Both runs would write one result folder and print two equal rows.
+            raise PolicyError(f"the runs ask for {'+'.join(key)} twice ({asked[key]}, {given})")
+        asked[key] = given
     return pairs
+
+
+def _run_key(name: str, place: str | None) -> tuple[str, str]:
+    """What a (policy, placement) pair runs: a registered policy with its default placement filled in."""
+    from slurmrl.policy.registry import policy_entry
+
+    if Path(name).is_dir():
+        return str(Path(name).resolve()), place or ""
+    return name, place or policy_entry(name).default_placement
 
 
 def _write_comparison(

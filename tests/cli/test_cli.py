@@ -103,7 +103,7 @@ def test_compare_writes_table(tmp_path) -> None:
             "--cluster",
             "1x2x8",
             "--policies",
-            "fifo,fifo+first-fit",
+            "fifo,fifo+topology",
             "--out",
             str(tmp_path),
             "--no-progress",
@@ -114,6 +114,18 @@ def test_compare_writes_table(tmp_path) -> None:
     rows = json.loads((tmp_path / "comparison.json").read_text())["rows"]
     assert len(rows) == 2
     assert (tmp_path / "comparison.csv").exists()
+
+
+@pytest.mark.parametrize("policies", ["fifo,fifo+first-fit", "sjf-limit+topology,fifo,sjf-limit+topology"])
+def test_compare_refuses_a_run_asked_for_twice(tmp_path, policies: str) -> None:
+    """Both would write one result folder and print two equal rows (fifo places with first-fit)."""
+    result = CliRunner().invoke(
+        main,
+        ["compare", "--limit", "20", "--policies", policies, "--out", str(tmp_path / "o"), "--no-progress"],
+    )
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1
+    assert "twice" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_checkpoint_given_by_its_path_runs_inside_the_out_folder(tmp_path) -> None:
