@@ -82,6 +82,10 @@ def _with_jobs(
     )
 
 
+_TOO_BIG = "use a larger cluster, filter the trace (max_gpus), or skip such jobs"
+_NO_NODES = "leave the node count empty where the trace does not know it, or skip such jobs"
+
+
 def check_fits(trace: Trace, cluster: Cluster, *, skip_bad: bool = False) -> Trace:
     """Fail (or, with ``skip_bad``, count and drop) jobs that could never start on ``cluster``."""
     per_type: dict[str, int] = {}
@@ -97,14 +101,14 @@ def check_fits(trace: Trace, cluster: Cluster, *, skip_bad: bool = False) -> Tra
         if problem is None:
             kept.append(job)
             continue
-        message, column = problem
+        message, column, hint = problem
         line = trace.lines.get(job.job_id) if trace.lines else None
         error = TraceError(
             f"job '{job.job_id}' cannot run on cluster '{cluster.name}': {message}",
             file=trace.source,
             line=line,
             column=column,
-            hint="use a larger cluster, filter the trace (max_gpus), or skip such jobs",
+            hint=hint,
         )
         if not skip_bad:
             raise error
@@ -118,20 +122,32 @@ def check_fits(trace: Trace, cluster: Cluster, *, skip_bad: bool = False) -> Tra
 
 def _misfit(
     job: TraceJob, cluster: Cluster, per_type: dict[str, int], per_type_node: dict[str, int]
-) -> tuple[str, str] | None:
+) -> tuple[str, str, str] | None:
+    """Why ``job`` could never start on ``cluster``: (message, column, hint); None when it could."""
+    if job.num_nodes is not None and job.num_nodes < 1:
+        # It would wait for good, and under a strict order every job behind it too.
+        return f"asks for {job.num_nodes} nodes; a job runs on at least one", "num_nodes", _NO_NODES
     if job.gpu_type:
         if job.gpu_type not in per_type:
             have = ", ".join(t or "untyped" for t in sorted(per_type)) or "none"
-            return f"no node has GPU type '{job.gpu_type}' (cluster has: {have})", "gpu_type"
+            return f"no node has GPU type '{job.gpu_type}' (cluster has: {have})", "gpu_type", _TOO_BIG
         total, widest = per_type[job.gpu_type], per_type_node[job.gpu_type]
         kind = f" {job.gpu_type}"
     else:
         total, widest = cluster.total_gpus, cluster.max_gpus_per_node
         kind = ""
     if job.num_gpus > total:
-        return f"asks for {job.num_gpus} GPUs, the cluster has {total}{kind} GPUs in total", "num_gpus"
+        return (
+            f"asks for {job.num_gpus} GPUs, the cluster has {total}{kind} GPUs in total",
+            "num_gpus",
+            _TOO_BIG,
+        )
     if job.num_nodes == 1 and job.num_gpus > widest:
-        return f"asks for {job.num_gpus} GPUs on one node, the largest node has {widest}{kind}", "num_gpus"
+        return (
+            f"asks for {job.num_gpus} GPUs on one node, the largest node has {widest}{kind}",
+            "num_gpus",
+            _TOO_BIG,
+        )
     if job.num_nodes is not None and job.num_nodes > len(cluster.nodes):
-        return f"asks for {job.num_nodes} nodes, the cluster has {len(cluster.nodes)}", "num_nodes"
+        return f"asks for {job.num_nodes} nodes, the cluster has {len(cluster.nodes)}", "num_nodes", _TOO_BIG
     return None

@@ -95,6 +95,15 @@ def test_check_fits_accepts_and_rejects() -> None:
     assert info.value.column == "gpu_type"
 
 
+def test_a_job_of_no_nodes_is_refused_by_line() -> None:
+    """It could never start, and under fifo every job behind it waited with it: all unfinished."""
+    trace = make(TraceJob("a", 0, 1, 1), TraceJob("none", 1, 1, 1, num_nodes=0))
+    with pytest.raises(TraceError) as info:
+        check_fits(trace, cluster((4, "V100")))
+    assert (info.value.line, info.value.column) == (3, "num_nodes") and "at least one" in info.value.message
+    assert "larger cluster" not in info.value.format()
+
+
 def test_check_fits_skip_bad_counts() -> None:
     small = cluster((8, "T4"))
     trace = make(TraceJob("a", 0, 1, 4), TraceJob("b", 1, 1, 16), TraceJob("c", 2, 1, 2, gpu_type="V100"))
