@@ -904,8 +904,8 @@ def _save(
     extra = {
         "update": update,
         "steps": steps,
-        "wall_seconds": round(wall, 1),
-        "cpu_seconds": round(cpu, 1),
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
         "seed": cfg.seed,
         "env": _env_dict(env_cfg),
     }
