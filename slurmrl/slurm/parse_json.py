@@ -83,7 +83,7 @@ def load(text: str, what: str) -> dict[str, Any]:
 
 def data_parser_version(doc: dict[str, Any]) -> str:
     """``v0.0.38`` (openapi plugin in 22.05) or the data_parser version of later releases."""
-    plugin = (doc.get("meta") or {}).get("plugin") or {}
+    plugin = _meta(doc).get("plugin") or {}
     if not isinstance(plugin, dict):
         return ""
     for key in ("data_parser", "type"):
@@ -93,8 +93,14 @@ def data_parser_version(doc: dict[str, Any]) -> str:
     return ""
 
 
+def _meta(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document's ``meta`` table ({} when absent or not a table: it only names versions)."""
+    meta = doc.get("meta")
+    return meta if isinstance(meta, dict) else {}
+
+
 def slurm_version(doc: dict[str, Any]) -> str:
-    meta = doc.get("meta") or {}
+    meta = _meta(doc)
     slurm = meta.get("Slurm") or meta.get("slurm") or {}
     if not isinstance(slurm, dict):
         return ""
@@ -113,7 +119,7 @@ def _num(ctx: _Ctx, rec: dict[str, Any], key: str, record: str) -> float | None:
         return None
     if isinstance(value, bool):
         raise ctx.error(key, value, "a number", record)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not math.isnan(value):
         return value
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
@@ -123,7 +129,7 @@ def _num(ctx: _Ctx, rec: dict[str, Any], key: str, record: str) -> float | None:
         if not value.get("set"):
             return None
         number = value.get("number")
-        if isinstance(number, (int, float)) and not isinstance(number, bool):
+        if isinstance(number, (int, float)) and not isinstance(number, bool) and not math.isnan(number):
             return number
     raise ctx.error(key, value, "a number or {set, infinite, number}", record)
 
@@ -144,6 +150,16 @@ def _str(ctx: _Ctx, rec: dict[str, Any], key: str, record: str) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return ",".join(value)
     raise ctx.error(key, value, "a string", record)
+
+
+def _table(ctx: _Ctx, rec: dict[str, Any], key: str, record: str) -> dict[str, Any]:
+    """A nested object ({} when unset)."""
+    value = rec.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise ctx.error(key, value, "an object", record)
 
 
 def _states(ctx: _Ctx, rec: dict[str, Any], key: str, record: str) -> list[str]:
@@ -381,23 +397,24 @@ def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
     for g in groups:
         if not isinstance(g, dict):
             continue
-        names = (g.get("nodes") or {}).get("nodes")
-        if not isinstance(names, list):
+        names = _table(ctx, g, "nodes", "an sinfo group").get("nodes")
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise ctx.error("nodes/nodes", names, "a list of node names", "an sinfo group")
-        where = "sinfo group " + ",".join(map(str, names[:3]))
-        states = frozenset(_states(ctx, g.get("node") or {}, "state", where))
-        gres = g.get("gres") or {}
+        where = "sinfo group " + ",".join(names[:3])
+        states = frozenset(_states(ctx, _table(ctx, g, "node", where), "state", where))
+        gres = _table(ctx, g, "gres", where)
         total = gpu_items(_str(ctx, gres, "total", where))
         used = gpu_items(_str(ctx, gres, "used", where)) if len(names) == 1 else ()
-        part = (g.get("partition") or {}).get("name") or ""
-        cpus = _int(ctx, g.get("cpus") or {}, "maximum", where) or 0
-        mem = _int(ctx, g.get("memory") or {}, "maximum", where) or 0
-        reason = (g.get("reason") or {}).get("description") or ""
-        feats = g.get("features") or {}
+        part = _str(ctx, _table(ctx, g, "partition", where), "name", where)
+        cpu_table, mem_table = _table(ctx, g, "cpus", where), _table(ctx, g, "memory", where)
+        cpus = _int(ctx, cpu_table, "maximum", where) or 0
+        mem = _int(ctx, mem_table, "maximum", where) or 0
+        reason = _str(ctx, _table(ctx, g, "reason", where), "description", where)
+        feats = _table(ctx, g, "features", where)
         features = node_features(_str(ctx, feats, "active", where), _str(ctx, feats, "total", where))
         one = len(names) == 1  # group-wide allocation figures say nothing of one node of several
-        cpus_alloc = (_int(ctx, g.get("cpus") or {}, "allocated", where) or 0) if one else 0
-        mem_alloc = (_int(ctx, g.get("memory") or {}, "allocated", where) or 0) if one else 0
+        cpus_alloc = (_int(ctx, cpu_table, "allocated", where) or 0) if one else 0
+        mem_alloc = (_int(ctx, mem_table, "allocated", where) or 0) if one else 0
         for name in names:
             prev = merged.get(name)
             parts = prev.partitions if prev else ()
@@ -411,7 +428,7 @@ def _sinfo_groups(ctx: _Ctx, groups: list[Any]) -> tuple[SlurmNode, ...]:
                 gpus_used=used or (prev.gpus_used if prev else ()),
                 cpus=cpus,
                 memory_mb=mem,
-                reason=str(reason),
+                reason=reason,
                 features=features,
                 cpus_alloc=cpus_alloc,
                 memory_alloc_mb=mem_alloc,

@@ -246,26 +246,29 @@ def _int(value: str) -> int | None:
     return int(m.group(0)) if m else None
 
 
+_DURATION = re.compile(r"(?:(\d+)-)?(\d+(?::\d+){0,2})")
+
+
 def parse_duration(text: str) -> float | None:
     """Slurm time limits: ``UNLIMITED``, ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]`` -> seconds."""
     text = (text or "").strip()
     if not text or text.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A", "NOT_SET"):
         return None
-    days = 0
-    if "-" in text:
-        d, _, text = text.partition("-")
-        days = int(d)
-        parts = [int(p) for p in text.split(":")]
-        while len(parts) < 3:
-            parts.append(0)
-    else:
-        parts = [int(p) for p in text.split(":")]
-        if len(parts) == 1:
-            parts = [0, parts[0], 0]  # bare number = minutes
-        elif len(parts) == 2:
-            parts = [0, *parts]
-    h, m, s = parts
-    return float(days * 86400 + h * 3600 + m * 60 + s)
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise SlurmError(
+            f"cannot read Slurm time limit '{text}'", hint="expected MM, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]"
+        )
+    days = int(m.group(1) or 0)
+    parts = [int(p) for p in m.group(2).split(":")]
+    if m.group(1) is not None:
+        parts += [0] * (3 - len(parts))  # D-HH, D-HH:MM
+    elif len(parts) == 1:
+        parts = [0, parts[0], 0]  # bare number = minutes
+    elif len(parts) == 2:
+        parts = [0, *parts]
+    h, mins, s = parts
+    return float(days * 86400 + h * 3600 + mins * 60 + s)
 
 
 def parse_timestamp(text: str) -> float | None:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurmrl.errors import SlurmError
@@ -265,6 +265,60 @@ def test_durations() -> None:
     assert parse_duration("2:00:00") == 7200
     assert parse_duration("30") == 1800
     assert parse_duration("1-2") == 86400 + 7200
+
+
+@pytest.mark.parametrize("text", ["1e400", "1:2:3:4", "-5:00", "1-", "soon"])
+def test_a_time_limit_slurm_never_prints_is_a_slurm_error(text: str) -> None:
+    with pytest.raises(SlurmError, match=f"cannot read Slurm time limit '{text}'"):
+        parse_duration(text)
+
+
+def _paths(node: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every key path into a JSON document (the first three items of each list)."""
+    out: list[tuple[object, ...]] = []
+    items = node.items() if isinstance(node, dict) else enumerate(node[:3]) if isinstance(node, list) else ()
+    for key, child in items:
+        out.append((*path, key))
+        out.extend(_paths(child, (*path, key)))
+    return out
+
+
+_JSON_DOCS = [
+    (v, name) for v in VERSIONS for name in ("squeue.json", "sinfo.json") if (FIX / v / name).is_file()
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    doc=st.sampled_from(_JSON_DOCS),
+    pick=st.integers(min_value=0),
+    value=st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=6),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.sampled_from(["set", "infinite", "number"]), st.integers() | st.booleans()),
+    ),
+)
+def test_any_value_anywhere_in_slurm_json_parses_or_is_a_slurm_error(
+    doc: tuple[str, str], pick: int, value: object
+) -> None:
+    """A release whose JSON shapes differ must fail naming a field, never with a traceback."""
+    version, name = doc
+    data = json.loads((FIX / version / name).read_text())
+    paths = _paths(data)
+    path = paths[pick % len(paths)]
+    target = data
+    for key in path[:-1]:
+        target = target[key]  # type: ignore[index]
+    target[path[-1]] = value  # type: ignore[index]
+    parse = parse_squeue_json if name == "squeue.json" else parse_nodes_json
+    try:
+        parse(json.dumps(data))
+    except SlurmError as exc:
+        assert "\n" not in str(exc)
 
 
 ODD = "odd\x0cname\x1eend\u2028x"  # form feed, record separator, line separator: in a job name
