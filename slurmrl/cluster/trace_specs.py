@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 from collections.abc import Callable
 from pathlib import Path
 
-from slurmrl.cluster.builders import NodeSpec, assemble, default_islands, synthesize_racks
+from slurmrl.cluster.builders import NodeSpec, assemble, default_islands, size_problem, synthesize_racks
 from slurmrl.cluster.model import Cluster
+from slurmrl.csv_records import Records, RunawayQuote, shown
 from slurmrl.errors import SpecError
 
 TIRESIAS_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
@@ -40,8 +40,11 @@ TIRESIAS_GPU_TYPE = "p100"
 PHILLY_GPU_TYPES = {"12GB": "k80", "24GB": "p40"}
 
 
-def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """Header and rows of a CSV file, gzip-compressed or not."""
+Rows = list[tuple[int, dict[str, str]]]  # (line the row starts on, its fields by column)
+
+
+def read_table(path: Path) -> tuple[list[str], Rows]:
+    """Header and rows of a CSV file, gzip-compressed or not; blank lines are skipped."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -55,10 +58,15 @@ def read_table(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SpecError("not a UTF-8 text file", file=str(path)) from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    reader.fieldnames = header
-    return header, list(reader)
+    records = Records(text)
+    try:
+        header = records.header() or []
+        rows = [(records.line, dict(zip(header, values, strict=False))) for values in records if any(values)]
+    except RunawayQuote as exc:
+        raise SpecError(str(exc), file=str(path), line=exc.first, hint=exc.hint) from None
+    except csv.Error as exc:
+        raise SpecError(f"malformed CSV: {exc}", file=str(path), line=records.line) from None
+    return header, rows
 
 
 def _number(
@@ -68,22 +76,25 @@ def _number(
     try:
         number = convert(value)
     except ValueError:
-        raise SpecError(f"'{value}' is not a number", file=str(path), line=line, column=key) from None
+        raise SpecError(f"'{shown(value)}' is not a number", file=str(path), line=line, column=key) from None
     if number < 0:
         raise SpecError(f"{number} must not be negative", file=str(path), line=line, column=key)
     return number
 
 
-def load_tiresias(path: Path, rows: list[dict[str, str]]) -> Cluster:
+def load_tiresias(path: Path, rows: Rows) -> Cluster:
     """Tiresias ``cluster_spec.csv``: each row adds switches (racks) of equal nodes."""
     racks: list[tuple[str, list[NodeSpec]]] = []
     specs = []
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         sw, per, gpus, cpus, mem = (int(_number(row, k, path, line)) for k in TIRESIAS_COLUMNS)
         if sw < 1 or per < 1:
             raise SpecError("num_switch and num_node_p_switch must be at least 1", file=str(path), line=line)
         specs.append((sw, per, gpus, cpus, mem))
     total = sum(sw * per for sw, per, *_ in specs)
+    too_big = size_problem(total, max((gpus for *_, gpus, _, _ in specs), default=0))
+    if too_big is not None:  # before naming the nodes: a typo here would name millions
+        raise SpecError(too_big, file=str(path))
     node_width = max(3, len(str(total)))
     rack_width = max(2, len(str(sum(s[0] for s in specs))))
     for sw, per, gpus, cpus, mem_gb in specs:
@@ -108,10 +119,10 @@ def load_tiresias(path: Path, rows: list[dict[str, str]]) -> Cluster:
     return assemble(path.name.split(".")[0], racks)
 
 
-def load_philly(path: Path, rows: list[dict[str, str]]) -> Cluster:
+def load_philly(path: Path, rows: Rows) -> Cluster:
     """Philly ``philly_machine_list.csv``; uses the official ``num_gpus`` column."""
     nodes = []
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         name = (row.get("machine_id") or "").strip()
         if not name:
             raise SpecError("empty machine_id", file=str(path), line=line, column="machine_id")
@@ -122,10 +133,10 @@ def load_philly(path: Path, rows: list[dict[str, str]]) -> Cluster:
     return _finish("philly", path, nodes)
 
 
-def load_openb(path: Path, rows: list[dict[str, str]]) -> Cluster:
+def load_openb(path: Path, rows: Rows) -> Cluster:
     """Alibaba ``openb_nodes_v2023.csv``; CPU-only nodes are dropped (see ``load_machine_list``)."""
     nodes = []
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         gpus = int(_number(row, "num_gpus", path, line))
         if gpus == 0:
             continue
@@ -137,10 +148,10 @@ def load_openb(path: Path, rows: list[dict[str, str]]) -> Cluster:
     return _finish("openb", path, nodes)
 
 
-def load_pai(path: Path, rows: list[dict[str, str]]) -> Cluster:
+def load_pai(path: Path, rows: Rows) -> Cluster:
     """Alibaba PAI 2020 ``pai_machine_spec``; ``cap_mem`` is in GB; CPU-only machines dropped."""
     nodes = []
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         gpus = int(_number(row, "cap_gpu", path, line))
         if gpus == 0:
             continue
@@ -152,10 +163,10 @@ def load_pai(path: Path, rows: list[dict[str, str]]) -> Cluster:
     return _finish("pai2020", path, nodes)
 
 
-def load_spot(path: Path, rows: list[dict[str, str]]) -> Cluster:
+def load_spot(path: Path, rows: Rows) -> Cluster:
     """Alibaba 2026 spot GPU ``node_info_df``; no memory column, so memory is 0 (unknown)."""
     nodes = []
-    for line, row in enumerate(rows, 2):
+    for line, row in rows:
         gpus = int(_number(row, "gpu_capacity_num", path, line))
         if gpus == 0:
             continue
@@ -169,6 +180,9 @@ def load_spot(path: Path, rows: list[dict[str, str]]) -> Cluster:
 def _finish(name: str, path: Path, nodes: list[NodeSpec]) -> Cluster:
     if not nodes:
         raise SpecError("machine list has no GPU machines", file=str(path))
+    too_big = size_problem(len(nodes), max(n.gpus for n in nodes))
+    if too_big is not None:
+        raise SpecError(too_big, file=str(path))
     seen: set[str] = set()
     for n in nodes:
         if not n.name or n.name in seen:
@@ -177,7 +191,7 @@ def _finish(name: str, path: Path, nodes: list[NodeSpec]) -> Cluster:
     return assemble(name, synthesize_racks(nodes))
 
 
-FORMATS: tuple[tuple[str, tuple[str, ...], Callable[[Path, list[dict[str, str]]], Cluster]], ...] = (
+FORMATS: tuple[tuple[str, tuple[str, ...], Callable[[Path, Rows], Cluster]], ...] = (
     ("Tiresias cluster spec", TIRESIAS_COLUMNS, load_tiresias),
     ("Philly machine list", PHILLY_COLUMNS, load_philly),
     ("Alibaba openb node list", OPENB_COLUMNS, load_openb),
@@ -200,7 +214,7 @@ def load_machine_list(path: Path) -> Cluster:
             return loader(path, rows)
     known = "; ".join(f"{label}: {','.join(cols)}" for label, cols, _ in FORMATS)
     raise SpecError(
-        f"unrecognized machine list header {','.join(header)!s}",
+        f"unrecognized machine list header {shown(','.join(header), 120)}",
         file=str(path),
         hint=f"expected one of {known}",
     )

@@ -21,8 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from slurmrl.csv_records import shown
 from slurmrl.errors import TraceError
-from slurmrl.traces.rows import Builder, RowError, parse_datetime, read_text, shown
+from slurmrl.traces.rows import Builder, RowError, parse_datetime, read_text
 from slurmrl.traces.schema import Trace, TraceJob
 
 STATUS = {"pass": "COMPLETED", "killed": "KILLED", "failed": "FAILED"}

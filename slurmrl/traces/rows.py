@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import math
 import zlib
 from collections import Counter
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from slurmrl.csv_records import Records, RunawayQuote, shown
 from slurmrl.errors import TraceError
 from slurmrl.traces.schema import Trace, TraceJob
 
@@ -85,12 +85,6 @@ def text_lines(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- field parsers
-
-
-def shown(text: str, limit: int = 40) -> str:
-    """A field's value as an error quotes it: one line, at most ``limit`` characters."""
-    flat = " ".join(text.split()) if any(c in text for c in "\r\n\t") else text
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def parse_id(text: str | None, column: str = "job_id") -> str:
@@ -247,15 +241,15 @@ def csv_rows(
     """Rows of a CSV; the header is read from the file unless ``header`` is given.
 
     A missing required column is a file-level error (no row could be read), so it
-    raises even when bad rows are skipped.
+    raises even when bad rows are skipped; so does a runaway quote, whose
+    swallowed rows could not be counted.
     """
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    records = Records(text, delimiter=delimiter, width=len(header) if header is not None else None)
     try:
         if header is None:
-            first = next(reader, None)
-            if first is None:
+            header = records.header()
+            if header is None:
                 raise TraceError("file is empty, expected a header row", file=display, line=1)
-            header = [h.strip() for h in first]
         index = {name: i for i, name in enumerate(header)}
         for column in required:
             if column not in index:
@@ -266,22 +260,11 @@ def csv_rows(
                     column=column,
                     hint=f"header has: {', '.join(header)}",
                 )
-        last = reader.line_num
-        for values in reader:
-            start, last = last + 1, reader.line_num
-            if last > start and len(values) != len(header) and any("\n" in v or "\r" in v for v in values):
-                # A field that opens with a quote runs on to the next quote, rows and
-                # all: a record of the wrong width whose last line, which an error
-                # would name, is far from the stray quote. (A quoted line break in a
-                # record of the right width is a value like any other.)
-                raise TraceError(
-                    f"a quoted field runs over lines {start}-{last}, leaving {len(values)} fields of {len(header)}",
-                    file=display,
-                    line=start,
-                    hint='a stray or unclosed quote (") on this line?',
-                )
+        for values in records:
             if not values or (len(values) == 1 and not values[0].strip()):
                 continue
-            yield Row(values, index, start)
+            yield Row(values, index, records.line)
+    except RunawayQuote as exc:
+        raise TraceError(str(exc), file=display, line=exc.first, hint=exc.hint) from None
     except csv.Error as exc:
-        raise TraceError(f"malformed CSV: {exc}", file=display, line=reader.line_num) from None
+        raise TraceError(f"malformed CSV: {exc}", file=display, line=records.line) from None

@@ -107,3 +107,28 @@ def test_shared_alibaba_lists() -> None:
     assert len(openb.nodes) == 1523 - 310  # README: 310 nodes have no GPU
     pai = load_cluster(str(_shared("alibaba/pai_machine_spec_v2020.csv.gz")))
     assert min(n.gpus for n in pai.nodes) > 0 and "v100m32" in pai.gpu_types
+
+
+def test_a_machine_list_error_names_the_line_an_editor_shows(tmp_path: Path) -> None:
+    """Blank lines count; a stray quote is named where it opens, not where the file ends."""
+    path = tmp_path / "machines.csv"
+    path.write_text("machine_id,num_gpus,gpu_mem\nm1,8,24GB\n\nm2,x,24GB\n")
+    with pytest.raises(SpecError) as info:
+        load_cluster(str(path))
+    assert (info.value.line, info.value.column) == (4, "num_gpus")
+    path.write_text(
+        'machine_id,num_gpus,gpu_mem\nm1,8,24GB\nm2,"8,24GB\n'
+        + "".join(f"m{i},8,24GB\n" for i in range(3, 9))
+    )
+    with pytest.raises(SpecError) as info:
+        load_cluster(str(path))
+    assert info.value.line == 3 and "lines 3-9" in info.value.message and "\n" not in info.value.format()
+
+
+def test_a_tiresias_spec_past_any_site_is_refused_before_its_nodes_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_spec.csv"
+    path.write_text(
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n99999999,16,4,128,254\n"
+    )
+    with pytest.raises(SpecError, match="1,599,999,984 nodes is more than the 100,000"):
+        load_cluster(str(path))
