@@ -31,7 +31,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     return value
 
 
-def _removed_load(ctx: click.Context, param: click.Parameter, value: float | None) -> None:
+def _removed_load(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """``--load`` meant an arrival factor on traces and silently overrode scenarios; it is gone."""
     if value is not None:
         raise click.ClickException(
@@ -96,7 +96,7 @@ def workload_options(f: Callable) -> Callable:
         ),
         click.option(
             "--load",
-            type=Finite(),
+            type=str,  # any value: it only says the option is gone
             default=None,
             hidden=True,
             expose_value=False,

@@ -193,7 +193,7 @@ def read_checkpoint(directory: Path) -> tuple[HarmonyCheckpoint, dict[str, np.nd
     try:
         net_cfg = HarmonyNetConfig.from_dict(raw.get("net"))
         obs = HarmonyObs.from_dict(raw.get("obs"))
-        ordering = str(raw.get("ordering", DEFAULT_ORDERING))
+        ordering = choice(raw, "ordering", "", [*ORDERINGS, *PREEMPTIVE_ORDERINGS], default=DEFAULT_ORDERING)
         lead = flag(raw, "lead", "", default=False)
         bonus = raw.get("lead_bonus", LEAD_BONUS)
         if isinstance(bonus, bool) or not isinstance(bonus, int | float) or not math.isfinite(bonus):
