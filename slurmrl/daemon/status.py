@@ -6,6 +6,7 @@ on a host where Slurm is down.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -39,14 +40,14 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
                 by_field[name] += 1
     lines = tail(config.audit_log) if config.audit_log else []
     cycles = [r for r in lines if r.get("kind") == "cycle"][-last:]
-    first = int(cycles[0].get("cycle", 0) or 0) if cycles else 0
+    first = _number(cycles[0].get("cycle")) if cycles else 0.0
     changes: Counter[str] = Counter()
     errors: list[str] = []
     reverts = requeues = 0
     history = None
     for r in lines:
         kind = r.get("kind")
-        if kind == "change" and int(r.get("cycle", 0) or 0) >= first and not r.get("dry_run"):
+        if kind == "change" and _number(r.get("cycle")) >= first and not r.get("dry_run"):
             changes[str(r.get("field"))] += 1
         elif kind == "revert":
             reverts += 1
@@ -69,10 +70,21 @@ def summarise(config: DaemonConfig, last: int = 10) -> StatusSummary:
     )
 
 
+def _number(value: Any) -> float:
+    """A number of an audit record (0 where it holds none: the log may be damaged or edited)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return 0.0
+    try:
+        number = float(value)
+    except ValueError:
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
 def _when(stamp: Any) -> str:
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(stamp)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, OSError):
         return "?"
 
 
@@ -94,9 +106,10 @@ def render(config: DaemonConfig, s: StatusSummary) -> str:
         out.append("no cycles logged yet")
     else:
         last = s.cycles[-1]
-        age = time.time() - float(last.get("time", 0) or 0)
+        stamp = _number(last.get("time"))
+        age = f"{time.time() - stamp:.0f} s ago" if stamp > 0 else "time unknown"
         out.append(
-            f"last cycle: #{last.get('cycle')} at {_when(last.get('time'))} ({age:.0f} s ago), "
+            f"last cycle: #{last.get('cycle')} at {_when(last.get('time'))} ({age}), "
             f"{'ok' if last.get('ok', True) else 'FAILED'}{' (dry run)' if last.get('dry_run') else ''}"
         )
         out.append("  cycle  time                 ok   seconds  in_scope  planned  sent  deferred")
@@ -104,7 +117,7 @@ def render(config: DaemonConfig, s: StatusSummary) -> str:
             ok = "yes" if c.get("ok", True) else "NO"
             out.append(
                 f"  {c.get('cycle', '?')!s:>5}  {_when(c.get('time')):<19}  {ok:<3}  "
-                f"{float(c.get('seconds', 0) or 0):>7.3f}  {c.get('in_scope', '-')!s:>8}  "
+                f"{_number(c.get('seconds')):>7.3f}  {c.get('in_scope', '-')!s:>8}  "
                 f"{c.get('planned', '-')!s:>7}  {c.get('sent', '-')!s:>4}  {c.get('deferred', '-')!s:>8}"
             )
         changes = ", ".join(f"{k}={v}" for k, v in sorted(s.changes_by_field.items())) or "none"

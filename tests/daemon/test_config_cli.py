@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurmrl.cli import main
@@ -181,6 +181,34 @@ def test_revert_gives_back_whatever_policy_the_config_names(tmp_path: Path) -> N
     res = runner.invoke(main, ["daemon", "revert", "--config", str(path)])
     assert res.exception is None, res.output
     assert "0 job(s) in the record" in res.output
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["kind", "cycle", "time", "seconds", "field", "error", "ok", "jobs", "problem"]),
+            st.none()
+            | st.booleans()
+            | st.integers()
+            | st.floats(allow_nan=True, allow_infinity=True)
+            | st.text(max_size=4)
+            | st.sampled_from(["cycle", "change", "revert", "history", "preempt", "error"])
+            | st.lists(st.integers(), max_size=2),
+        ),
+        max_size=6,
+    )
+)
+def test_status_reads_any_damaged_or_edited_audit_log(
+    tmp_path_factory: pytest.TempPathFactory, records
+) -> None:
+    """A cycle number of 'x' or a time of 1e400 in the log once ended status in a traceback."""
+    tmp = tmp_path_factory.mktemp("status")
+    (tmp / "audit.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    cfg = tmp / "d.toml"
+    cfg.write_text('state_file = "state.json"\naudit_log = "audit.jsonl"\n')
+    res = CliRunner().invoke(main, ["status", "--config", str(cfg)])
+    assert res.exception is None, res.output
 
 
 def test_status_summarises_cycles(tmp_path: Path) -> None:
