@@ -12,6 +12,7 @@ It also keeps what Slurm forgets of the jobs the daemon requeued
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -98,7 +99,15 @@ class Touched:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Touched:
+        """An entry as saved; a field of the wrong kind is a ValueError naming it.
+
+        The ``orig_`` values are what revert gives back to Slurm: a damaged or
+        hand-edited one must stop the load, not be sent to scontrol.
+        """
         known = {k: d[k] for k in Touched.__dataclass_fields__ if k in d}
+        for name, value in known.items():
+            if not _is_kind(_TOUCHED_KINDS[name], value):
+                raise ValueError(f"field '{name}' of job {d.get('job_id')!r} is {value!r}")
         if known.get("nodes") is not None:
             known["nodes"] = tuple(known["nodes"])
         known["orig_nodes"] = tuple(known.get("orig_nodes") or ())
@@ -107,6 +116,44 @@ class Touched:
 
 
 _FIELDS = tuple(Touched.__dataclass_fields__)
+# Each field's kind in the saved record ("?": or null); tests check every field has one.
+_TOUCHED_KINDS = {
+    "job_id": "str",
+    "first_touched": "number",
+    "site_factor": "int?",
+    "orig_site_factor": "int",
+    "priority": "int?",
+    "orig_priority": "int?",
+    "nodes": "names?",
+    "nodes_since": "number?",
+    "orig_nodes": "names",
+    "admin_comment": "str?",
+    "orig_admin_comment": "str",
+    "placement_blocked_until": "number",
+    "note_stale": "bool",
+    "unsure": "names",
+    "orig_nice": "int",
+    "orig_explicit_priority": "bool",
+    "pin_refused": "str",
+    "prefer": "str?",
+    "orig_prefer": "str",
+    "gpus": "str?",
+    "orig_gpus": "str",
+}
+
+
+def _is_kind(kind: str, value: object) -> bool:
+    if kind.endswith("?"):
+        return value is None or _is_kind(kind[:-1], value)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return _number(value) and math.isfinite(value)  # type: ignore[arg-type]
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "names":
+        return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str)
 
 
 @dataclass(frozen=True)
@@ -295,4 +342,7 @@ class Record:
             preempted = {k: Preempted.from_json(v) for k, v in (data.get("preempted") or {}).items()}
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"state file holds a malformed job entry: {exc}", file=str(p)) from None
-        return Record(jobs, int(data.get("cycle", 0)), preempted)
+        cycle = data.get("cycle", 0)
+        if not _is_kind("int", cycle) or cycle < 0:
+            raise ConfigError(f"state file's cycle is {cycle!r}, not a count of cycles", file=str(p))
+        return Record(jobs, cycle, preempted)

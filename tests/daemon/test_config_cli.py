@@ -128,6 +128,34 @@ def test_record_round_trip_and_damaged_file(tmp_path: Path) -> None:
         Record.load(path)
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("orig_site_factor", "x"), ("orig_priority", 1.5), ("orig_nodes", "node01"), ("first_touched", None)],
+)
+def test_a_state_entry_of_the_wrong_kind_stops_the_load_naming_the_field(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """Revert sends the orig_ values to scontrol: a damaged one must not be sent."""
+    path = tmp_path / "state.json"
+    Record({"7": Touched("7", 1.0, site_factor=5)}, cycle=3).save(path)
+    data = json.loads(path.read_text())
+    data["jobs"]["7"][field] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=f"field '{field}' of job '7' is"):
+        Record.load(path)
+    data["jobs"]["7"][field] = Touched("7", 1.0).to_json()[field]
+    data["cycle"] = "x"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="cycle is 'x'"):
+        Record.load(path)
+
+
+def test_every_state_field_has_a_kind_to_check() -> None:
+    from slurmrl.daemon.record import _TOUCHED_KINDS
+
+    assert set(_TOUCHED_KINDS) == set(Touched.__dataclass_fields__)
+
+
 @given(st.integers(1, 5000), st.integers(1, 10**6))
 def test_site_factors_are_bounded_and_monotone(count: int, top: int) -> None:
     values = [site_factor_for(r, count, top) for r in range(min(count, 300))]
