@@ -82,6 +82,22 @@ def test_a_value_of_the_wrong_type_is_one_line_naming_the_option() -> None:
     assert info.value.format().startswith("simulate() option 'limit' takes an integer, not '200'")
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("start", math.nan, "start must be a number of seconds"),
+        ("end", -math.inf, "end must be a number of seconds"),
+        ("arrival_scale", math.inf, "must be a positive number"),
+        ("target_load", math.nan, "must be a positive number"),
+        ("handover_history", math.inf, "handover_history must be a number of days"),
+    ],
+)
+def test_a_number_that_is_no_number_is_refused(option: str, value: float, words: str) -> None:
+    """start=nan kept no job and never ended the replay; arrival_scale=inf put every job at one instant."""
+    with pytest.raises(SlurmrlError, match=words):
+        slurmrl.simulate(policy="fifo", **SMALL, **{option: value})
+
+
 def test_compare_gives_one_result_per_policy_and_a_table(pair) -> None:
     assert list(pair) == ["fifo+first-fit", "sjf-oracle+topology"] and len(pair) == 2
     table = pair.table

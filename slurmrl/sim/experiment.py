@@ -9,6 +9,7 @@ simulator's settings are turned into a :class:`SimConfig` in one place
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -78,6 +79,11 @@ class SimSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "elastic", parse_elastic(self.elastic))
+        if not 0 <= self.handover_history < math.inf:
+            raise ConfigError(
+                f"handover_history must be a number of days, got {self.handover_history!r}",
+                column="handover_history",
+            )
 
     def as_meta(self) -> dict[str, object]:
         return {
@@ -127,8 +133,10 @@ def arrival_scale_for(trace: Trace, cluster: Cluster, target_load: float) -> flo
     Offered load is work over (GPUs x arrival span), and the span shrinks by
     exactly the factor, so the factor is the ratio of the two loads.
     """
-    if not target_load > 0:
-        raise ConfigError(f"--target-load must be positive, got {target_load:g}", column="target_load")
+    if not 0 < target_load < math.inf:
+        raise ConfigError(
+            f"--target-load must be a positive number, got {target_load:g}", column="target_load"
+        )
     base = offered_load(trace, cluster)
     if not 0 < base < float("inf"):
         raise ConfigError(
@@ -216,8 +224,10 @@ def prepare(
 def _check_scaling(arrival_scale: float | None, target_load: float | None) -> None:
     if arrival_scale is not None and target_load is not None:
         raise ConfigError("give --arrival-scale or --target-load, not both")
-    if arrival_scale is not None and not arrival_scale > 0:
-        raise ConfigError(f"--arrival-scale must be positive, got {arrival_scale:g}", column="arrival_scale")
+    if arrival_scale is not None and not 0 < arrival_scale < math.inf:
+        raise ConfigError(
+            f"--arrival-scale must be a positive number, got {arrival_scale:g}", column="arrival_scale"
+        )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ silently hangs on it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -35,10 +36,16 @@ def select(
     and divided by ``load``: ``load=2`` halves every inter-arrival gap, doubling
     the arrival rate while keeping each job's size and run time.
     """
-    if not load > 0:
+    if not 0 < load < math.inf:
         raise TraceError(
-            f"load must be > 0, got {load}", file=trace.source, hint="load=2.0 doubles the arrival rate"
+            f"load must be a positive number, got {load}",
+            file=trace.source,
+            hint="load=2.0 doubles the arrival rate",
         )
+    for name, bound in (("start", start), ("end", end)):
+        if bound is not None and not math.isfinite(bound):
+            # A window that starts at NaN keeps no job and never ends one.
+            raise TraceError(f"{name} must be a number of seconds, got {bound}", file=trace.source)
     if start is not None and end is not None and end <= start:
         raise TraceError(f"empty window: end {end:g} is not after start {start:g}", file=trace.source)
     if limit is not None and limit < 0:
