@@ -30,7 +30,7 @@ def _compare_line(live: dict[str, object], twin: dict[str, object]) -> str:
 @workload_options
 @click.option(
     "--speedup",
-    type=Finite(),
+    type=Finite(min=0, min_open=True),
     required=True,
     help="Trace seconds per wall second (100: a trace day in about 15 minutes).",
 )
@@ -48,7 +48,7 @@ def _compare_line(live: dict[str, object], twin: dict[str, object]) -> str:
 @click.option("--partition", default="", help="Submit to this partition [default: the cluster's default].")
 @click.option(
     "--floor",
-    type=Finite(),
+    type=Finite(min=0, min_open=True),
     default=2.0,
     show_default=True,
     help="Shortest job, in wall seconds (shorter jobs sleep this long, in both worlds).",
