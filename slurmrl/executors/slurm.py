@@ -28,6 +28,8 @@ from slurmrl.executors import Outcome, error_line
 from slurmrl.process_settings import one_blas_thread
 
 POLL_SECONDS = 1.0
+# What a partition list, an account or a job name may hold in an sbatch script's header.
+_SBATCH_WORD = re.compile(r"[A-Za-z0-9_.+:@-]+(?:,[A-Za-z0-9_.+:@-]+)*")
 # After Ctrl-C, how long to wait for the cancelled array's tasks to leave the queue.
 CANCEL_WAIT_SECONDS = 30.0
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -67,6 +69,20 @@ class SlurmOptions:
     mem_gb: float | None = None
     job_name: str = "slurmrl"
     extra: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # other sbatch flags
+
+    def __post_init__(self) -> None:
+        # Each value becomes a "#SBATCH --flag=value" line of the array's script: a line
+        # break there would start a line of its own, run as a command.
+        for flag, value in (
+            ("partition", self.partition),
+            ("account", self.account),
+            ("job-name", self.job_name),
+        ):
+            if value is not None and not _SBATCH_WORD.fullmatch(value):
+                raise ConfigError(
+                    f"--{flag} {value!r} is not a Slurm name",
+                    hint="letters, digits and _ . - + : @ (partitions: a comma list)",
+                )
 
     def parameters(self) -> dict[str, Any]:
         """submitit's SlurmExecutor parameters."""

@@ -61,3 +61,17 @@ def test_a_failed_array_task_is_one_line_naming_its_log() -> None:
     )
     done = SimpleNamespace(exception=lambda: None, result=lambda: {"id": "c"})
     assert _outcome(0, done).value == {"id": "c"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("partition", "gpu\nrm -rf ~"), ("account", "ml team"), ("partition", "a,")]
+)
+def test_a_name_that_would_break_the_sbatch_script_is_refused(flag: str, value: str) -> None:
+    """Each value is a "#SBATCH --flag=value" line: a line break there starts a command line."""
+    with pytest.raises(ConfigError, match=f"--{flag} .* is not a Slurm name"):
+        SlurmOptions(**{flag: value})
+
+
+def test_slurm_names_as_sites_spell_them_are_taken() -> None:
+    options = SlurmOptions(partition="gpu-a100,debug.q", account="ml_team+2")
+    assert options.parameters()["partition"] == "gpu-a100,debug.q"
