@@ -3,7 +3,10 @@
 The cards' tables come from ``benchmarks/rl_card.py``; each card also names one
 ``slurmrl evaluate`` command that reproduces the shipped checkpoint's row. A
 change to the simulator, the observation or the decision path that moves a
-shipped policy's figures must show up here, not in a stale card.
+shipped policy's figures must show up here, not in a stale card. The decisions
+are float32 products; the figures come out the same to the bit under OpenBLAS's
+Prescott (SSE3), Haswell, Zen and SkylakeX kernels (``OPENBLAS_CORETYPE``), so
+they do not hang on this machine's CPU.
 """
 
 from __future__ import annotations
