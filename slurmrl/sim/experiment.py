@@ -178,6 +178,7 @@ def prepare(
     """
     from slurmrl.cluster import load_cluster
     from slurmrl.traces import check_fits, load_trace, select
+    from slurmrl.traces.select import why_empty
 
     _check_scaling(arrival_scale, target_load)
     check_limit_model(limit_model)
@@ -195,9 +196,22 @@ def prepare(
             max_gpus=max_gpus,
             limit=limit,
         )
+        if not chosen.jobs:
+            why = why_empty(
+                loaded,
+                start=w.start,
+                end=w.end,
+                vcs=w.vcs or None,
+                min_gpus=min_gpus,
+                max_gpus=max_gpus,
+                limit=limit,
+            )
+            raise SlurmrlError(f"no jobs left in {loaded.source}: {why}")
         chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
         if not chosen.jobs:
-            raise SlurmrlError(f"no jobs left in {loaded.source} after selection and fit checks")
+            raise SlurmrlError(
+                f"no jobs left in {loaded.source}: every job selected was skipped by the fit checks"
+            )
         factor = arrival_scale or 1.0
         if target_load is not None:
             factor = arrival_scale_for(chosen, the_cluster, target_load)

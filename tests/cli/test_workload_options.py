@@ -95,6 +95,7 @@ def test_load_is_gone_with_a_pointer_to_its_replacements() -> None:
         (["--start", "nan"], ["--start", "not a finite number"]),
         (["--arrival-scale", "inf"], ["--arrival-scale", "not a finite number"]),
         (["--handover-history", "inf"], ["--handover-history", "not a finite number"]),
+        (["--vc", "11cb4"], ["no job of VC 11cb4", "did you mean 11cb48?"]),
     ],
 )
 def test_bad_settings_are_one_line_errors(args: list[str], words: list[str]) -> None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from slurmrl.cluster.model import Cluster, Node, Rack
 from slurmrl.errors import TraceError
 from slurmrl.traces import Trace, TraceJob, check_fits, load_trace, select
+from slurmrl.traces.select import why_empty
 
 
 def make(*jobs: TraceJob) -> Trace:
@@ -120,3 +121,20 @@ def test_select_on_loaded_file_keeps_lines(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as info:
         check_fits(trace, cluster((8, "V100")))
     assert info.value.file == str(path) and info.value.line == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"vcs": ["yy"]}, "no job of VC yy (the trace's VCs: x, y); did you mean y?"),
+        ({"start": 1e9}, "the trace's submits run from 0 to 300 s"),
+        ({"end": 0}, "the trace's submits run from 0 to 300 s"),
+        ({"max_gpus": 0}, "the trace's jobs ask 1 to 8 GPUs"),
+        ({"min_gpus": 9}, "the trace's jobs ask 1 to 8 GPUs"),
+        ({"limit": 0}, "a limit of 0 keeps no job"),
+        ({"vcs": ["y"], "min_gpus": 8}, "no job passes the window, VC and GPU filters together"),
+    ],
+)
+def test_an_empty_selection_says_which_filter_emptied_it(kwargs: dict, words: str) -> None:
+    assert not select(TRACE, **kwargs).jobs
+    assert words in why_empty(TRACE, **kwargs)
