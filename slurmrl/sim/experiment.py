@@ -187,25 +187,17 @@ def prepare(
     with paused_gc():
         loaded = load_trace(src.trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
         w = src.window
-        chosen = select(
-            loaded,
-            start=w.start,
-            end=w.end,
-            vcs=w.vcs or None,
-            min_gpus=min_gpus,
-            max_gpus=max_gpus,
-            limit=limit,
-        )
+        filters = {
+            "start": w.start,
+            "end": w.end,
+            "vcs": w.vcs or None,
+            "min_gpus": min_gpus,
+            "max_gpus": max_gpus,
+            "limit": limit,
+        }  # select's keywords, which why_empty takes too
+        chosen = select(loaded, **filters)  # type: ignore[arg-type]
         if not chosen.jobs:
-            why = why_empty(
-                loaded,
-                start=w.start,
-                end=w.end,
-                vcs=w.vcs or None,
-                min_gpus=min_gpus,
-                max_gpus=max_gpus,
-                limit=limit,
-            )
+            why = why_empty(loaded, **filters)  # type: ignore[arg-type]
             raise SlurmrlError(f"no jobs left in {loaded.source}: {why}")
         chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
         if not chosen.jobs:
