@@ -442,7 +442,7 @@ class SchedEnv(gym.Env):
 # -- the registry of named environments ----------------------------------
 
 # v1: episodes on the training weeks' own timeline (their queues are already
-# longer than the evaluation weeks': see policies/topdrl-philly/card.md), each
+# longer than the evaluation weeks': see policies/topdrl-philly/history.md), each
 # warm-started by slurm's order over the 6,144 jobs before it (about four days:
 # a backlog builds over days, as long jobs pile up; a window of a few thousand
 # jobs replayed from an empty cluster hardly queues), and a reward that also
@@ -457,7 +457,7 @@ V1 = EnvConfig(
 
 # v2: led by srtf-limit, the best deployable heuristic on the training weeks
 # (avg JCT on philly-512-week1 and week2, every ordering with topology placement:
-# see policies/topdrl-philly/card.md), rewards paired with srtf-limit's own replay
+# see policies/topdrl-philly/history.md), rewards paired with srtf-limit's own replay
 # of the same jobs; week 2's last three days (philly-512-week2-val) are left out
 # of training to choose the checkpoint on.
 V2 = replace(

@@ -2,7 +2,7 @@
 
 A deployable heuristic ordering decides WHICH jobs start (``qssf`` when a
 checkpoint names none; ``slurmrl train --policy harmony --lead NAME`` picks
-another, chosen on the training scenarios, see policies/harmony-philly/card.md),
+another, chosen on the training scenarios, see policies/harmony-philly/history.md),
 with its EASY backfill; the agent decides
 WHERE each starts. The policy is the ordering's own scheduler with the learned
 placement put in, so backfill reservations are priced with the agent's own
