@@ -57,8 +57,9 @@ def values(rows: list[dict[str, str]], column: str) -> list[tuple[str, float]]:
 
 def decisions(rows: list[dict[str, str]]) -> int:
     """Decisions trained on: the last ``steps`` of a PPO log, else the sum of ``decisions``."""
-    if values(rows, "steps"):
-        return int(values(rows, "steps")[-1][1])
+    steps = values(rows, "steps")
+    if steps:
+        return int(steps[-1][1])
     return int(sum(v for _, v in values(rows, "decisions")))
 
 
@@ -101,13 +102,16 @@ def main() -> None:
     args = parser.parse_args()
     logs = [(folder, read_log(folder)) for folder in args.folders]
     # Only what the logs record: harmony and meta-rl log no approx-KL, for one.
-    moves = [m for m in MOVES if any(values(rows, m[0]) for _, rows in logs)]
+    moves = [m for m in MOVES if any(r.get(m[0]) for _, rows in logs for r in rows)]
     head = ["run", "rows", "decisions", "CPU (s)", "wall (s)", *(title for _, title, _, _ in moves)]
     head.append("checks: first / best (row) / last")
-    print("| " + " | ".join(head) + " |")
-    print("|---|---:|---:|---:|---:|" + "---|" * (len(moves) + 1))
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|---:|---:|---:|" + "---|" * (len(moves) + 1)]
     for folder, rows in logs:
-        print(row(folder, rows, moves))
+        try:
+            lines.append(row(folder, rows, moves))
+        except ValueError as exc:  # a cell that is not a number
+            sys.exit(f"{folder / 'log.csv'}: {exc}")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
