@@ -177,8 +177,8 @@ def prepare(
     :mod:`slurmrl.sim.limit_models`) unless ``time_limits`` is False.
     """
     from slurmrl.cluster import load_cluster
-    from slurmrl.traces import check_fits, load_trace, select
-    from slurmrl.traces.select import why_empty
+    from slurmrl.traces import check_fits, load_trace
+    from slurmrl.traces.select import Filters
 
     _check_scaling(arrival_scale, target_load)
     check_limit_model(limit_model)
@@ -187,17 +187,10 @@ def prepare(
     with paused_gc():
         loaded = load_trace(src.trace or DEFAULT_TRACE, format=trace_format, skip_bad=skip_bad)
         w = src.window
-        filters = {
-            "start": w.start,
-            "end": w.end,
-            "vcs": w.vcs or None,
-            "min_gpus": min_gpus,
-            "max_gpus": max_gpus,
-            "limit": limit,
-        }  # select's keywords, which why_empty takes too
-        chosen = select(loaded, **filters)  # type: ignore[arg-type]
+        filters = Filters(w.start, w.end, tuple(w.vcs) if w.vcs else None, min_gpus, max_gpus, limit)
+        chosen = filters.select(loaded)
         if not chosen.jobs:
-            why = why_empty(loaded, **filters)  # type: ignore[arg-type]
+            why = filters.why_empty(loaded)
             raise SlurmrlError(f"no jobs left in {loaded.source}: {why}")
         chosen = check_fits(chosen, the_cluster, skip_bad=skip_bad)
         if not chosen.jobs:

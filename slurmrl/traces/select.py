@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 
 from slurmrl.cluster.model import Cluster
 from slurmrl.errors import TraceError
@@ -109,6 +109,24 @@ def why_empty(
     if (min_gpus is not None and min_gpus > high) or (max_gpus is not None and max_gpus < low):
         return f"no job in the GPU range asked (the trace's jobs ask {low} to {high} GPUs)"
     return "no job passes the window, VC and GPU filters together"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """:func:`select`'s filters held once, so a selection and the explanation of an empty one read the same."""
+
+    start: float | None = None
+    end: float | None = None
+    vcs: tuple[str, ...] | None = None
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    limit: int | None = None
+
+    def select(self, trace: Trace) -> Trace:
+        return select(trace, **asdict(self))
+
+    def why_empty(self, trace: Trace) -> str:
+        return why_empty(trace, **asdict(self))
 
 
 def _with_jobs(
