@@ -10,7 +10,7 @@ for the daemon, which talks to Slurm in names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, NamedTuple
@@ -95,6 +95,16 @@ class Placement:
     @classmethod
     def of(cls, pairs: Iterable[tuple[int, Iterable[int]]]) -> Placement:
         return cls.made(tuple(NodeAlloc(n, tuple(sorted(g))) for n, g in pairs))
+
+    @classmethod
+    def on_node(cls, node: int, gpus: Sequence[int]) -> Placement:
+        """``Placement.of([(node, gpus)])`` for GPUs already in ascending order: most placements are one node's."""
+        placement = _new(cls)
+        allocs = (NodeAlloc(node, tuple(gpus)),)
+        _set(placement, "allocs", allocs)
+        _set(placement, "_hash", hash(allocs))
+        _set(placement, "nodes", (node,))
+        return placement
 
     @classmethod
     def made(cls, allocs: tuple[NodeAlloc, ...]) -> Placement:

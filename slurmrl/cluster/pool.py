@@ -157,7 +157,9 @@ class GpuPool:
         self.partial_free = int(self.free_count[partial].sum())
 
     def free_gpus(self, node: int) -> list[int]:
-        return np.flatnonzero(self.free[node]).tolist()
+        return (
+            self.free[node].nonzero()[0].tolist()
+        )  # on a 1-D row; np.flatnonzero adds a ravel and a wrapper call
 
     def readonly(self) -> GpuPool:
         """This pool's state behind arrays that refuse writes: what a policy's view exposes.

@@ -538,7 +538,8 @@ def _groups_tried(head: JobView, pool: GpuPool, grid: np.ndarray, at: float) -> 
 
 def _release_groups(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every busy GPU's release time (``grid``'s finite ones), ascending, and the distinct ones."""
-    releases = np.sort(grid, axis=None)
+    releases = grid.flatten()  # then sorted in place: np.sort's dispatch costs as much as the sort here
+    releases.sort()
     releases = releases[: np.searchsorted(releases, math.inf)]
     groups = releases
     if releases.size:
@@ -560,8 +561,9 @@ def _first_try(head: JobView, pool: GpuPool, releases: np.ndarray, groups: np.nd
 
 def _top_counts(pool: GpuPool) -> list[int]:
     """``[k]``: the free GPUs on the ``k`` nodes with most of them, for every ``k``."""
-    counts = np.sort(pool.free_count)[::-1]
-    return [0, *np.cumsum(counts).tolist()]
+    counts = pool.free_count.copy()
+    counts.sort()
+    return [0, *counts[::-1].cumsum().tolist()]
 
 
 class TopCounts:

@@ -257,3 +257,13 @@ def test_placement_made_equals_the_dataclass_constructor() -> None:
     assert made == built and hash(made) == hash(built)
     assert made.nodes == built.nodes == (3, 1) and made.num_gpus == 3
     assert Placement.of([(3, [1, 0]), (1, [5])]) == built
+
+
+@given(node=st.integers(0, 63), gpus=st.sets(st.integers(0, 7), min_size=1))
+def test_placement_on_node_equals_of(node: int, gpus: set[int]) -> None:
+    from slurmrl.cluster.model import Placement
+
+    ordered = sorted(gpus)
+    fast, built = Placement.on_node(node, ordered), Placement.of([(node, ordered)])
+    assert fast == built and hash(fast) == hash(built)
+    assert fast.nodes == built.nodes == (node,) and fast.allocs == built.allocs

@@ -93,20 +93,24 @@ class FirstFit:
             or int(cluster.node_gpus.min()) != width
         ):
             return None
-        per_node = np.sort(grid, axis=1)
+        # Array methods rather than np.sort, np.unique, np.cumsum and np.flatnonzero: on a
+        # node grid this small their Python-level dispatch costs as much as the work.
+        per_node = grid.copy()
+        per_node.sort(axis=1)
         free = pool.free_count
         busy = width - free
         joins = np.where(free > 0, -np.inf, per_node[:, 0])
         whole = np.where(busy > 0, per_node[np.arange(nodes), np.maximum(busy - 1, 0)], -np.inf)
-        times = np.unique(whole)
+        times = whole.copy()  # sorted; a repeated time repeats a row, which changes no first hit
+        times.sort()
         among = joins[None, :] <= times[:, None]
-        first = among & (np.cumsum(among, axis=1) <= k)
+        first = among & (among.cumsum(axis=1) <= k)
         fits = (first.sum(axis=1) == k) & ~(first & (whole[None, :] > times[:, None])).any(axis=1)
-        hits = np.flatnonzero(fits)
+        hits = fits.nonzero()[0]
         if not hits.size:
             return math.inf, hits
         at = float(times[hits[0]])
-        return None if at == -math.inf else (at, np.flatnonzero(first[hits[0]]))
+        return None if at == -math.inf else (at, first[hits[0]].nonzero()[0])
 
     def place(self, job: JobView, pool: GpuPool, view: ClusterView) -> Placement | None:
         job = node_request(job, view)
@@ -123,12 +127,12 @@ class FirstFit:
                 fits &= mask
             node = int(fits.argmax())  # the first node that fits, if any does
             if fits[node]:
-                return Placement.of([(node, pool.free_gpus(node)[:gpus])])
+                return Placement.on_node(node, pool.free_gpus(node)[:gpus])
             if job.num_nodes == 1:
                 return None
         if mask is None:
             mask = eligible_nodes(job, pool)
-        return take_in_order(job, pool, np.flatnonzero(mask))
+        return take_in_order(job, pool, mask.nonzero()[0])
 
 
 class FirstFitBound:

@@ -43,8 +43,8 @@ def _one_island(job: JobView, pool: GpuPool, mask: np.ndarray) -> Placement | No
     key = island_free[cand].astype(np.int64) * width + pool.free_count[nodes[cand]]
     best = int(cand[np.argmin(key)])
     node = int(nodes[best])
-    gpus = np.flatnonzero(pool.free[node] & (tab.global_island[node] == best))[: job.gpus]
-    return Placement.of([(node, gpus.tolist())])
+    gpus = (pool.free[node] & (tab.global_island[node] == best)).nonzero()[0][: job.gpus]
+    return Placement.on_node(node, gpus.tolist())
 
 
 def _one_rack(job: JobView, pool: GpuPool, mask: np.ndarray) -> list[tuple[int, int]] | None:
