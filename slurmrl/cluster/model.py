@@ -99,12 +99,7 @@ class Placement:
     @classmethod
     def on_node(cls, node: int, gpus: Sequence[int]) -> Placement:
         """``Placement.of([(node, gpus)])`` for GPUs already in ascending order: most placements are one node's."""
-        placement = _new(cls)
-        allocs = (NodeAlloc(node, tuple(gpus)),)
-        _set(placement, "allocs", allocs)
-        _set(placement, "_hash", hash(allocs))
-        _set(placement, "nodes", (node,))
-        return placement
+        return cls._with_fields((NodeAlloc(node, tuple(gpus)),), (node,))
 
     @classmethod
     def made(cls, allocs: tuple[NodeAlloc, ...]) -> Placement:
@@ -114,10 +109,14 @@ class Placement:
         per replay); the same fields are set, so the result is equal to and
         hashes like ``Placement(allocs)``.
         """
+        return cls._with_fields(allocs, tuple(a.node for a in allocs))
+
+    @classmethod
+    def _with_fields(cls, allocs: tuple[NodeAlloc, ...], nodes: tuple[int, ...]) -> Placement:
         placement = _new(cls)
         _set(placement, "allocs", allocs)
         _set(placement, "_hash", hash(allocs))
-        _set(placement, "nodes", tuple(a.node for a in allocs))
+        _set(placement, "nodes", nodes)
         return placement
 
 

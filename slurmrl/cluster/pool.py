@@ -157,9 +157,8 @@ class GpuPool:
         self.partial_free = int(self.free_count[partial].sum())
 
     def free_gpus(self, node: int) -> list[int]:
-        return (
-            self.free[node].nonzero()[0].tolist()
-        )  # on a 1-D row; np.flatnonzero adds a ravel and a wrapper call
+        # The row's own nonzero(): np.flatnonzero adds a ravel and a wrapper call, as much as the work.
+        return self.free[node].nonzero()[0].tolist()
 
     def readonly(self) -> GpuPool:
         """This pool's state behind arrays that refuse writes: what a policy's view exposes.
