@@ -51,7 +51,7 @@ def report() -> None:
     "--cards",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder of trained policies with <name>/card.md; default: policies/ beside the repository.",
+    help="Folder of trained policies with <name>/card.md (and history.md, linked from it); default: policies/ beside the repository.",
 )
 def site(results: tuple[Path, ...], out: Path, cards: Path | None) -> None:
     """Render RESULTS (run folders, or folders holding them such as DIR/runs) as HTML.

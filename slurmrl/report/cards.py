@@ -1,5 +1,9 @@
 """Trained-policy cards (``policies/<name>/card.md``) as HTML fragments.
 
+A card states what holds today; its folder may keep a ``history.md`` beside
+it (earlier recipes and kept alternatives, with the figures of their time),
+rendered the same way, so the site can link a card to its history.
+
 Cards are Markdown, rendered by the ``markdown`` package. Like any full
 Markdown implementation it passes inline HTML through, and a card may come
 with a checkpoint from anywhere, so its HTML is then cleaned with ``nh3``
@@ -19,6 +23,7 @@ from pathlib import Path
 from slurmrl.errors import SlurmrlError
 
 CARD_FILE = "card.md"
+HISTORY_FILE = "history.md"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class Card:
     title: str
     html: str
     source: Path
+    history_html: str | None = None  # history.md beside the card, if there is one
 
 
 def find_cards(folder: Path | None) -> tuple[Card, ...]:
@@ -36,14 +42,20 @@ def find_cards(folder: Path | None) -> tuple[Card, ...]:
         return ()
     cards = []
     for path in sorted(folder.glob(f"*/{CARD_FILE}")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SlurmrlError(f"cannot read policy card: {exc}", file=str(path)) from None
+        text = _read(path)
+        history = path.with_name(HISTORY_FILE)
+        history_html = markdown_to_html(_read(history)) if history.is_file() else None
         name = path.parent.name
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "card"
-        cards.append(Card(name, slug, _title(text, name), markdown_to_html(text), path))
+        cards.append(Card(name, slug, _title(text, name), markdown_to_html(text), path, history_html))
     return tuple(cards)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SlurmrlError(f"cannot read policy card: {exc}", file=str(path)) from None
 
 
 def _title(text: str, default: str) -> str:

@@ -18,7 +18,7 @@ import jinja2
 from slurmrl._version import __version__
 from slurmrl.errors import SlurmrlError
 from slurmrl.report import plots
-from slurmrl.report.cards import Card, find_cards, markdown_to_html
+from slurmrl.report.cards import HISTORY_FILE, Card, find_cards, markdown_to_html
 from slurmrl.report.fidelity import build_fidelity, fidelity_markdown, has_live_runs
 from slurmrl.report.gap import format_stat, gap_closures, gap_row
 from slurmrl.report.runs import Run, Scenario, load_scenarios
@@ -158,6 +158,7 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     out = Path(out)
     pages = [ScenarioPage(sc, f"scenario-{sc.slug}.html", _best_jct(sc)) for sc in scenarios]
     card_pages = {c.name: f"card-{c.slug}.html" for c in card_list}
+    history_pages = {c.name: f"card-{c.slug}-history.html" for c in card_list if c.history_html is not None}
 
     index = out / "index.html"
     nav = {"scenarios": pages, "cards": card_list, "card_pages": card_pages}
@@ -170,7 +171,12 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     for page in pages:
         _write(out / page.file, _scenario_html(env, common, nav, page))
     for card in card_list:
-        _write(out / card_pages[card.name], _card_html(env, common, nav, card, card_pages[card.name]))
+        history = history_pages.get(card.name)
+        _write(
+            out / card_pages[card.name], _card_html(env, common, nav, card, card_pages[card.name], history)
+        )
+        if history is not None:
+            _write(out / history, _history_html(env, common, nav, card, history, card_pages[card.name]))
     return index
 
 
@@ -207,7 +213,9 @@ def _scenario_html(env: jinja2.Environment, common: dict, nav: dict, page: Scena
     )
 
 
-def _card_html(env: jinja2.Environment, common: dict, nav: dict, card: Card, file: str) -> str:
+def _card_html(
+    env: jinja2.Environment, common: dict, nav: dict, card: Card, file: str, history: str | None
+) -> str:
     return env.get_template("card.html.j2").render(
         **common,
         **nav,
@@ -215,4 +223,19 @@ def _card_html(env: jinja2.Environment, common: dict, nav: dict, card: Card, fil
         page=file,
         card=card,
         source=str(card.source),
+        history_page=history,
+    )
+
+
+def _history_html(
+    env: jinja2.Environment, common: dict, nav: dict, card: Card, file: str, card_page: str
+) -> str:
+    return env.get_template("history.html.j2").render(
+        **common,
+        **nav,
+        title=f"{card.title}: history",
+        page=file,
+        card=card,
+        card_page=card_page,
+        source=str(card.source.with_name(HISTORY_FILE)),
     )

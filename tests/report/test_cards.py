@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from slurmrl.errors import SlurmrlError
 from slurmrl.report.cards import ALLOWED_TAGS, find_cards, markdown_to_html
 
 HOSTILE = """# Hostile <script>window.pwned = 1</script> card
@@ -66,6 +68,25 @@ def test_find_cards_sanitises_each_card(tmp_path: Path) -> None:
     (tmp_path / "bad" / "card.md").write_text(HOSTILE, encoding="utf-8")
     (card,) = find_cards(tmp_path)
     assert card.slug == "bad" and "<script" not in card.html.lower()
+    assert card.history_html is None
+
+
+def test_find_cards_reads_the_history_beside_a_card_sanitised(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "card.md").write_text("# p\n\ntoday\n", encoding="utf-8")
+    (tmp_path / "p" / "history.md").write_text("## An earlier recipe\n\n" + HOSTILE, encoding="utf-8")
+    (card,) = find_cards(tmp_path)
+    assert card.history_html is not None and "<h2>An earlier recipe</h2>" in card.history_html
+    assert "<script" not in card.history_html.lower() and "today" not in card.history_html
+
+
+def test_an_unreadable_history_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "card.md").write_text("# p\n", encoding="utf-8")
+    (tmp_path / "p" / "history.md").write_bytes(b"\xff\xfe not utf-8 \x80")
+    with pytest.raises(SlurmrlError) as err:
+        find_cards(tmp_path)
+    assert "history.md" in err.value.format()
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200))

@@ -132,6 +132,20 @@ def test_plots_are_inline_svg_with_gray_text(site: Path) -> None:
     assert "prefers-color-scheme: dark" in page
 
 
+def test_a_card_with_history_links_its_history_page(tmp_path: Path) -> None:
+    root = data.build_results(tmp_path)
+    cards = data.build_cards(root)
+    (cards / "rl-ppo" / "history.md").write_text(
+        "# rl-ppo: history\n\n## An earlier recipe\n", encoding="utf-8"
+    )
+    out = root / "site"
+    render_report([root / "cmp"], out, cards=cards)
+    card, history = (out / "card-rl-ppo.html").read_text(), (out / "card-rl-ppo-history.html").read_text()
+    assert 'href="card-rl-ppo-history.html"' in card
+    assert "<h2>An earlier recipe</h2>" in history and 'href="card-rl-ppo.html"' in history
+    assert "history.md" in history  # its source
+
+
 def test_card_page_renders_markdown(site: Path) -> None:
     page = (site / "card-rl-ppo.html").read_text()
     assert "<h1>rl-ppo: a PPO ordering policy</h1>" in page
