@@ -11,10 +11,11 @@ made over the suite's seeds:
   ``type-aware`` is left out: it then places exactly as ``topology`` does
   (``slurmrl/policy/placement/type_aware.py``), so its rows would repeat
   topology's;
-* the learned policies asked for (``--learned``, compare's NAME[+PLACEMENT]),
-  into ``OUT/<entry>/learned-<family>``.
+* each learned policy asked for (``--learned``, compare's NAME[+PLACEMENT]) in a
+  compare of its own, ``OUT/<entry>/learned-<NAME+PLACEMENT, as a file name>``.
 
-Kept apart so a new checkpoint re-runs only its own rows; ``--apart NAME``
+Kept apart so a new checkpoint re-runs only its own rows, over the same
+heuristic runs, and the tables show the learned rows asked for; ``--apart NAME``
 runs a heuristic ordering (on every placement) in a compare of its own,
 ``OUT/<entry>/heuristics-NAME``, so an ordering registered after the
 heuristics ran adds its rows, and may become H, without re-running the rest. ``--run`` runs
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shlex
 import subprocess
 import sys
@@ -55,11 +57,6 @@ class Entry:
     run: SuiteRun
     seeds: tuple[int, ...]
     folder: Path
-
-    @property
-    def learned_part(self) -> str:
-        """The learned rows' folder: one per family, the heuristics' folder is shared by families."""
-        return f"learned-{self.run.family}"
 
     @property
     def elastic(self) -> bool:
@@ -142,8 +139,17 @@ def parts_of(entry: Entry, apart: Sequence[str], learned: Sequence[str]) -> dict
     parts = {"heuristics": heuristic_rows(entry, apart)}
     for name in apart:
         parts[f"heuristics-{name}"] = [f"{name}+{p}" for p in placements_of(entry)]
-    parts[entry.learned_part] = list(learned)
+    for policy in learned:
+        part = learned_part(policy)
+        if part in parts:
+            sys.exit(f"--learned {policy}: its folder {part} is that of another --learned")
+        parts[part] = [policy]
     return parts
+
+
+def learned_part(policy: str) -> str:
+    """One learned row's folder, named for it (the heuristics' folders are shared by every checkpoint)."""
+    return "learned-" + (re.sub(r"[^A-Za-z0-9_.-]+", "-", policy).strip("-.") or "policy")
 
 
 def run_missing(entry: Entry, parts: dict[str, list[str]]) -> None:

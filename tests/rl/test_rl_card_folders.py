@@ -1,0 +1,35 @@
+"""``benchmarks/rl_card.py`` runs each learned row in a compare of its own, so a checkpoint added later runs alone."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "rl_card.py"
+
+
+def _card(tmp_path: Path, *learned: str) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, str(SCRIPT), "topdrl", "--out", str(tmp_path), "--only", "philly-448-weeks3-4"]
+    for name in learned:
+        args += ["--learned", name]
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_each_learned_row_has_a_folder_named_for_it(tmp_path: Path) -> None:
+    done = _card(tmp_path, "policies/topdrl-philly+", "policies/topdrl-philly/gittins-led-seeds/0+topology")
+    assert done.returncode == 0, done.stderr
+    outs = dict(re.findall(r"--out \S+/(learned-\S+) --policies (\S+)", done.stdout))
+    assert outs == {
+        "learned-policies-topdrl-philly": "policies/topdrl-philly+",
+        "learned-policies-topdrl-philly-gittins-led-seeds-0-topology": "policies/topdrl-philly/gittins-led-seeds/0+topology",
+    }
+    assert re.search(r"--out \S+/heuristics --policies ", done.stdout)  # shared by every learned row
+
+
+def test_two_learned_rows_that_would_share_a_folder_are_refused(tmp_path: Path) -> None:
+    done = _card(tmp_path, "a/b+", "a-b+")
+    assert done.returncode != 0
+    assert done.stderr.strip() == "--learned a-b+: its folder learned-a-b is that of another --learned"
