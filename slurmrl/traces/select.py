@@ -75,42 +75,6 @@ def select(
     return _with_jobs(trace, kept)
 
 
-def why_empty(
-    trace: Trace,
-    *,
-    start: float | None = None,
-    end: float | None = None,
-    vcs: Iterable[str] | None = None,
-    min_gpus: int | None = None,
-    max_gpus: int | None = None,
-    limit: int | None = None,
-) -> str:
-    """Which of :func:`select`'s filters alone keeps no job of ``trace``, said with what the trace holds.
-
-    "No jobs left" sends a user guessing among the window, the VCs and the
-    GPU range; a misspelt VC or a window in milliseconds is the usual cause.
-    """
-    jobs = trace.jobs
-    if not jobs:
-        return "the trace holds no job"
-    if limit == 0:
-        return "a limit of 0 keeps no job"
-    if vcs is not None:
-        wanted, present = set(vcs), sorted({j.vc for j in jobs})
-        if not wanted & set(present):
-            close = sorted({c for v in wanted for c in difflib.get_close_matches(v, present, n=2)})
-            shown_vcs = ", ".join(present[:12]) + (", ..." if len(present) > 12 else "")
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            return f"no job of VC {', '.join(sorted(wanted))} (the trace's VCs: {shown_vcs}){hint}"
-    first, last = jobs[0].submit_time, jobs[-1].submit_time
-    if (start is not None and start > last) or (end is not None and end <= first):
-        return f"no job submitted in the window (the trace's submits run from {first:g} to {last:g} s)"
-    low, high = min(j.num_gpus for j in jobs), max(j.num_gpus for j in jobs)
-    if (min_gpus is not None and min_gpus > high) or (max_gpus is not None and max_gpus < low):
-        return f"no job in the GPU range asked (the trace's jobs ask {low} to {high} GPUs)"
-    return "no job passes the window, VC and GPU filters together"
-
-
 @dataclass(frozen=True)
 class Filters:
     """:func:`select`'s filters held once, so a selection and the explanation of an empty one read the same."""
@@ -126,7 +90,32 @@ class Filters:
         return select(trace, **asdict(self))
 
     def why_empty(self, trace: Trace) -> str:
-        return why_empty(trace, **asdict(self))
+        """Which of the filters alone keeps no job of ``trace``, said with what the trace holds.
+
+        "No jobs left" sends a user guessing among the window, the VCs and the
+        GPU range; a misspelt VC or a window in milliseconds is the usual cause.
+        """
+        jobs = trace.jobs
+        if not jobs:
+            return "the trace holds no job"
+        if self.limit == 0:
+            return "a limit of 0 keeps no job"
+        if self.vcs is not None:
+            wanted, present = set(self.vcs), sorted({j.vc for j in jobs})
+            if not wanted & set(present):
+                close = sorted({c for v in wanted for c in difflib.get_close_matches(v, present, n=2)})
+                shown_vcs = ", ".join(present[:12]) + (", ..." if len(present) > 12 else "")
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                return f"no job of VC {', '.join(sorted(wanted))} (the trace's VCs: {shown_vcs}){hint}"
+        first, last = jobs[0].submit_time, jobs[-1].submit_time
+        if (self.start is not None and self.start > last) or (self.end is not None and self.end <= first):
+            return f"no job submitted in the window (the trace's submits run from {first:g} to {last:g} s)"
+        low, high = min(j.num_gpus for j in jobs), max(j.num_gpus for j in jobs)
+        if (self.min_gpus is not None and self.min_gpus > high) or (
+            self.max_gpus is not None and self.max_gpus < low
+        ):
+            return f"no job in the GPU range asked (the trace's jobs ask {low} to {high} GPUs)"
+        return "no job passes the window, VC and GPU filters together"
 
 
 def _with_jobs(

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from slurmrl.cluster.model import Cluster, Node, Rack
 from slurmrl.errors import TraceError
 from slurmrl.traces import Trace, TraceJob, check_fits, load_trace, select
-from slurmrl.traces.select import why_empty
+from slurmrl.traces.select import Filters
 
 
 def make(*jobs: TraceJob) -> Trace:
@@ -137,4 +137,4 @@ def test_select_on_loaded_file_keeps_lines(tmp_path: Path) -> None:
 )
 def test_an_empty_selection_says_which_filter_emptied_it(kwargs: dict, words: str) -> None:
     assert not select(TRACE, **kwargs).jobs
-    assert words in why_empty(TRACE, **kwargs)
+    assert words in Filters(**kwargs).why_empty(TRACE)
