@@ -270,7 +270,12 @@ def main() -> None:
     args = parser.parse_args()
     apart = [n for n in args.apart.split(",") if n]
     chosen = set(filter(None, args.only.split(",")))
-    for entry in entries(args.family, args.out):
+    family = entries(args.family, args.out)
+    unknown = sorted(chosen - {e.run.scenario for e in family})
+    if unknown:
+        known = ", ".join(e.run.scenario for e in family)
+        sys.exit(f"--only: no {args.family} entry {', '.join(unknown)} in the suite (its entries: {known})")
+    for entry in family:
         if chosen and entry.run.scenario not in chosen:
             continue
         commands = parts_of(entry, apart, args.learned)

@@ -1,4 +1,4 @@
-"""``benchmarks/rl_card.py`` runs each learned row in a compare of its own, so a checkpoint added later runs alone."""
+"""``benchmarks/rl_card.py``: each learned row in a compare of its own, so a checkpoint added later runs alone."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "rl_card.py"
 
 
-def _card(tmp_path: Path, *learned: str) -> subprocess.CompletedProcess[str]:
-    args = [sys.executable, str(SCRIPT), "topdrl", "--out", str(tmp_path), "--only", "philly-448-weeks3-4"]
+def _card(
+    tmp_path: Path, *learned: str, only: str = "philly-448-weeks3-4"
+) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, str(SCRIPT), "topdrl", "--out", str(tmp_path), "--only", only]
     for name in learned:
         args += ["--learned", name]
     return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -33,3 +35,10 @@ def test_two_learned_rows_that_would_share_a_folder_are_refused(tmp_path: Path) 
     done = _card(tmp_path, "a/b+", "a-b+")
     assert done.returncode != 0
     assert done.stderr.strip() == "--learned a-b+: its folder learned-a-b is that of another --learned"
+
+
+def test_an_entry_not_in_the_suite_is_named_with_the_entries_there_are(tmp_path: Path) -> None:
+    done = _card(tmp_path, only="philly-448-week3-4")
+    assert done.returncode != 0 and not done.stdout
+    assert done.stderr.startswith("--only: no topdrl entry philly-448-week3-4 in the suite (its entries: ")
+    assert "philly-448-weeks3-4," in done.stderr
