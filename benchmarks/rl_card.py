@@ -12,7 +12,7 @@ made over the suite's seeds:
   (``slurmrl/policy/placement/type_aware.py``), so its rows would repeat
   topology's;
 * each learned policy asked for (``--learned``, compare's NAME[+PLACEMENT]) in a
-  compare of its own, ``OUT/<entry>/learned-<NAME+PLACEMENT, as a file name>``.
+  compare of its own, ``OUT/<entry>/learned-<NAME+PLACEMENT as one path component>``.
 
 Kept apart so a new checkpoint re-runs only its own rows, over the same
 heuristic runs, and the tables show the learned rows asked for; ``--apart NAME``
@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import shlex
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 
 from slurmrl.report.gap import GapClosure, format_stat, gap_closures, table_row, verdicts
 from slurmrl.scenarios.suite import SuiteRun, load_suite
+from slurmrl.sim.results import run_folder
 from slurmrl.sim.seeds import SeedStat, seed_stat
 
 REFERENCES = ("sjf-oracle", "srtf-oracle")
@@ -148,8 +148,8 @@ def parts_of(entry: Entry, apart: Sequence[str], learned: Sequence[str]) -> dict
 
 
 def learned_part(policy: str) -> str:
-    """One learned row's folder, named for it (the heuristics' folders are shared by every checkpoint)."""
-    return "learned-" + (re.sub(r"[^A-Za-z0-9_.-]+", "-", policy).strip("-.") or "policy")
+    """One learned row's folder, named for it as compare names a run's (the heuristics' folders are shared)."""
+    return "learned-" + run_folder(policy)
 
 
 def run_missing(entry: Entry, parts: dict[str, list[str]]) -> None:

@@ -25,8 +25,8 @@ def test_each_learned_row_has_a_folder_named_for_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     outs = dict(re.findall(r"--out \S+/(learned-\S+) --policies (\S+)", done.stdout))
     assert outs == {
-        "learned-policies-topdrl-philly": "policies/topdrl-philly+",
-        "learned-policies-topdrl-philly-gittins-led-seeds-0-topology": "policies/topdrl-philly/gittins-led-seeds/0+topology",
+        "learned-policies-topdrl-philly+": "policies/topdrl-philly+",
+        "learned-policies-topdrl-philly-gittins-led-seeds-0+topology": "policies/topdrl-philly/gittins-led-seeds/0+topology",
     }
     assert re.search(r"--out \S+/heuristics --policies ", done.stdout)  # shared by every learned row
 
@@ -34,7 +34,7 @@ def test_each_learned_row_has_a_folder_named_for_it(tmp_path: Path) -> None:
 def test_two_learned_rows_that_would_share_a_folder_are_refused(tmp_path: Path) -> None:
     done = _card(tmp_path, "a/b+", "a-b+")
     assert done.returncode != 0
-    assert done.stderr.strip() == "--learned a-b+: its folder learned-a-b is that of another --learned"
+    assert done.stderr.strip() == "--learned a-b+: its folder learned-a-b+ is that of another --learned"
 
 
 def test_an_entry_not_in_the_suite_is_named_with_the_entries_there_are(tmp_path: Path) -> None:
