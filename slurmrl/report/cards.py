@@ -55,7 +55,8 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SlurmrlError(f"cannot read policy card: {exc}", file=str(path)) from None
+        what = "policy card" if path.name == CARD_FILE else "policy card history"
+        raise SlurmrlError(f"cannot read {what}: {exc}", file=str(path)) from None
 
 
 def _title(text: str, default: str) -> str:

@@ -158,7 +158,6 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     out = Path(out)
     pages = [ScenarioPage(sc, f"scenario-{sc.slug}.html", _best_jct(sc)) for sc in scenarios]
     card_pages = {c.name: f"card-{c.slug}.html" for c in card_list}
-    history_pages = {c.name: f"card-{c.slug}-history.html" for c in card_list if c.history_html is not None}
 
     index = out / "index.html"
     nav = {"scenarios": pages, "cards": card_list, "card_pages": card_pages}
@@ -171,7 +170,7 @@ def render_report(inputs: Sequence[Path], out: Path, *, cards: Path | None = Non
     for page in pages:
         _write(out / page.file, _scenario_html(env, common, nav, page))
     for card in card_list:
-        history = history_pages.get(card.name)
+        history = f"card-{card.slug}-history.html" if card.history_html is not None else None
         _write(
             out / card_pages[card.name], _card_html(env, common, nav, card, card_pages[card.name], history)
         )
