@@ -1,8 +1,8 @@
 """A learned policy family on its held-out suite: the compare commands, and the card's tables from their output.
 
-For every entry of the family in the frozen suite
-(``slurmrl/scenarios/data/heldout.toml``) two ``slurmrl compare`` runs are
-made over the suite's seeds:
+For every entry of the family in a frozen suite (``--suite``: the first,
+``slurmrl/scenarios/data/heldout.toml``, by default; ``heldout-late``, the
+second) two ``slurmrl compare`` runs are made over the suite's seeds:
 
 * every deployable heuristic (each registered ordering x each placement) and
   the clairvoyant references (``sjf-oracle``, ``srtf-oracle``, and
@@ -91,8 +91,8 @@ class Entry:
         ]
 
 
-def entries(family: str, out: Path) -> list[Entry]:
-    suite = load_suite()
+def entries(family: str, out: Path, suite_name: str = "heldout") -> list[Entry]:
+    suite = load_suite(suite_name)
     seeds = suite.seeds
     if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
         sys.exit(f"{suite.source}: 'seeds' must be consecutive for compare --seeds")
@@ -259,6 +259,11 @@ def main() -> None:
         "--learned", action="append", default=[], help="compare's NAME[+PLACEMENT] (repeatable)"
     )
     parser.add_argument("--out", type=Path, required=True, help="folder of the compare runs")
+    parser.add_argument(
+        "--suite",
+        default="heldout",
+        help="a shipped suite (heldout, heldout-late) or a suite file; default: heldout",
+    )
     parser.add_argument("--run", action="store_true", help="run the commands whose results are missing")
     parser.add_argument("--only", default="", help="comma-separated scenarios: only these entries")
     parser.add_argument(
@@ -270,7 +275,7 @@ def main() -> None:
     args = parser.parse_args()
     apart = [n for n in args.apart.split(",") if n]
     chosen = set(filter(None, args.only.split(",")))
-    family = entries(args.family, args.out)
+    family = entries(args.family, args.out, args.suite)
     unknown = sorted(chosen - {e.run.scenario for e in family})
     if unknown:
         known = ", ".join(e.run.scenario for e in family)

@@ -15,6 +15,7 @@ OPENB_START = 114 * DAY  # the busy part of the openb trace starts here
 OPENB_CLUSTER = "1x4x8:t4"
 PHILLY = "philly/philly_jobs_2017-10-02_to_2017-10-30.csv.gz"
 OPENB = "alibaba/openb_pods_v2023.csv.gz"
+PHILLY_LATE = "embedded:philly-late"  # weeks 5-8 of the same clock: days 28-56
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,48 @@ _HELDOUT = [
     _chronus_vc("ed69ec", "1x14x8:v100", "train", mix="MIX2"),
     _chronus_vc("ed69ec", "1x15x8:v100", "train", mix="SLO"),
 ]
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT}
+# The second held-out suite's ground (slurmrl/scenarios/data/heldout-late.toml):
+# the four Philly weeks after the shared window (embedded as philly-late), which
+# no policy, design or card had read when the suite was frozen. Sized by a rule
+# fixed beforehand: 8-GPU nodes, as many as make the offered load of weeks 5-6
+# nearest that of the first suite's cold entry (1.534 on 448 GPUs): 35 nodes,
+# 1.531 (34 give 1.576, 36 give 1.489), in 5 racks of 7. The heterogeneous
+# cluster is hetero-640 with every rack's node count scaled by the same
+# 280/448 = 5/8 and rounded half up (416 GPUs).
+_HELDOUT_LATE = [
+    Scenario(
+        "philly-280-weeks5-6",
+        "Philly weeks 5-6 (after the shared window) on 280 V100 GPUs: contended by size (second held-out suite)",
+        PHILLY_LATE,
+        "5x7x8:v100",
+        4 * WEEK,
+        6 * WEEK,
+        role="eval",
+    ),
+    Scenario(
+        "philly-280-weeks7-8-warm",
+        "Philly weeks 7-8 on 280 V100 GPUs, taken over after weeks 5-6 under slurm (second held-out suite)",
+        PHILLY_LATE,
+        "5x7x8:v100",
+        6 * WEEK,
+        8 * WEEK,
+        role="eval",
+        warmup_start=4 * WEEK,
+        warm_policy="slurm",
+    ),
+    Scenario(
+        "philly-hetero416-weeks5-6",
+        "Philly weeks 5-6 on a 416-GPU V100/P100/K80 cluster (hetero-640 at 5/8), durations read as P40 times "
+        "(second held-out suite)",
+        PHILLY_LATE,
+        "data:hetero-416.toml",
+        4 * WEEK,
+        6 * WEEK,
+        role="eval",
+        reference_gpu="p40",
+    ),
+]
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT + _HELDOUT_LATE}
 
 
 def scenario_names() -> list[str]:

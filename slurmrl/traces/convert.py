@@ -11,6 +11,7 @@ check the result against the very checksum the collection's copy has.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 from collections.abc import Callable
 from datetime import datetime
@@ -30,6 +31,7 @@ NORMALIZED = (
     "job_type",
 )
 PHILLY_WINDOW = (datetime(2017, 10, 2), datetime(2017, 10, 30))  # 4 weeks, Monday to Monday
+PHILLY_LATE = (datetime(2017, 10, 30), datetime(2017, 11, 27))  # the 4 weeks after it
 OPENB_STATUS = {"Succeeded": "COMPLETED", "Failed": "FAILED", "Running": "RUNNING", "Pending": "PENDING"}
 
 
@@ -54,30 +56,52 @@ def philly_window(source: Path, out: Path) -> None:
     (submit_time, job_id); the source's own strings for run time and GPU
     time are kept as written.
     """
-    start, end = PHILLY_WINDOW
+    picked = _philly_picked(source, *PHILLY_WINDOW, origin=PHILLY_WINDOW[0])
+    rows = [
+        [*_philly_normalized(submit, job_id, r), r["timestamp"], r["gpu_time"]]
+        for submit, job_id, r in picked
+    ]
+    _write(out, (*NORMALIZED, "submit_datetime", "gpu_time_s"), rows)
+
+
+def philly_late(source: Path, out: Path) -> None:
+    """Pollux's ``philly.csv`` -> the four weeks after the shared window, gzipped reproducibly.
+
+    The same rows as :func:`philly_window` would give for 2017-10-30 to
+    2017-11-27, on the same clock (seconds from 2017-10-02, so these are
+    days 28-56 of it) and with the same ``job_id`` numbering, in the nine
+    normalized columns only: the file the package embeds as
+    ``philly-late`` (``slurmrl/traces/data/README.md``), which is why it is
+    no fetch conversion. Level-9 gzip with a zero header time, so the bytes
+    repeat.
+    """
+    picked = _philly_picked(source, *PHILLY_LATE, origin=PHILLY_WINDOW[0])
+    rows = [_philly_normalized(submit, job_id, r) for submit, job_id, r in picked]
+    plain = out.with_suffix("")
+    _write(plain, NORMALIZED, rows)
+    with (
+        out.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as gz,
+    ):
+        gz.write(plain.read_bytes())
+    plain.unlink()
+
+
+def _philly_picked(
+    source: Path, start: datetime, end: datetime, *, origin: datetime
+) -> list[tuple[int, str, dict[str, str]]]:
+    """(submit seconds from ``origin``, job id, source row) of the jobs submitted in [start, end), sorted."""
     picked = []
     for index, row in enumerate(_rows(source)):
         submitted = datetime.fromisoformat(row["timestamp"])
         if start <= submitted < end:
-            picked.append((int((submitted - start).total_seconds()), f"philly-p{index:06d}", row))
+            picked.append((int((submitted - origin).total_seconds()), f"philly-p{index:06d}", row))
     picked.sort(key=lambda item: (item[0], item[1]))
-    rows = [
-        [
-            job_id,
-            "",
-            r["cluster"],
-            submit,
-            r["duration"],
-            r["num_gpus"],
-            "",
-            "",
-            "",
-            r["timestamp"],
-            r["gpu_time"],
-        ]
-        for submit, job_id, r in picked
-    ]
-    _write(out, (*NORMALIZED, "submit_datetime", "gpu_time_s"), rows)
+    return picked
+
+
+def _philly_normalized(submit: int, job_id: str, row: dict[str, str]) -> list[object]:
+    return [job_id, "", row["cluster"], submit, row["duration"], row["num_gpus"], "", "", ""]
 
 
 def openb_pods(source: Path, out: Path) -> None:

@@ -42,3 +42,15 @@ def test_an_entry_not_in_the_suite_is_named_with_the_entries_there_are(tmp_path:
     assert done.returncode != 0 and not done.stdout
     assert done.stderr.startswith("--only: no topdrl entry philly-448-week3-4 in the suite (its entries: ")
     assert "philly-448-weeks3-4," in done.stderr
+
+
+def test_the_second_suite_is_asked_by_name(tmp_path: Path) -> None:
+    args = [sys.executable, str(SCRIPT), "maifs", "--suite", "heldout-late", "--out", str(tmp_path)]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.findall(r"^### (\S+)", done.stdout, flags=re.M) == [
+        "philly-280-weeks5-6",
+        "philly-280-weeks7-8-warm",
+        "philly-hetero416-weeks5-6",
+    ]
+    assert "--elastic fraction:0.5" in done.stdout

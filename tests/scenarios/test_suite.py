@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -9,14 +10,14 @@ import pytest
 from slurmrl.errors import ConfigError
 from slurmrl.scenarios import SCENARIOS, get_scenario
 from slurmrl.scenarios.catalog import may_share_jobs
-from slurmrl.scenarios.suite import load_suite
+from slurmrl.scenarios.suite import SHIPPED_SUITES, load_suite
 from slurmrl.sim.experiment import prepare, run_policy
 
 
-def test_every_suite_entry_resolves_and_builds() -> None:
-    suite = load_suite()
+@pytest.mark.parametrize("name", sorted(SHIPPED_SUITES))
+def test_every_suite_entry_resolves_and_builds(name: str) -> None:
+    suite = load_suite(name)
     assert suite.seeds and len(suite.seeds) >= 3
-    assert set(suite.families()) == {"topdrl", "harmony", "maifs", "meta-rl"}
     for run in suite.runs:
         warm = get_scenario(run.scenario).warmup_start is not None
         wl = prepare(scenario=run.scenario, seed=suite.seeds[0], limit=None if warm else 60)
@@ -25,6 +26,7 @@ def test_every_suite_entry_resolves_and_builds() -> None:
 
 def test_suite_asks_for_the_ground_each_family_needs() -> None:
     suite = load_suite()
+    assert set(suite.families()) == {"topdrl", "harmony", "maifs", "meta-rl"}
     names = {r.scenario for r in suite.runs}
     assert {"philly-448-weeks3-4", "philly-448-weeks3-4-warm", "philly-hetero-weeks3-4"} <= names
     assert any(n.startswith("chronus-mix2-") for n in names) and any(
@@ -34,11 +36,34 @@ def test_suite_asks_for_the_ground_each_family_needs() -> None:
     assert all(r.speed_model == "full" for r in suite.for_family("harmony") if r.scenario.startswith("gavel"))
 
 
-def test_no_suite_scenario_shares_a_job_with_a_training_scenario() -> None:
+@pytest.mark.parametrize("name", sorted(SHIPPED_SUITES))
+def test_no_suite_scenario_shares_a_job_with_a_training_scenario(name: str) -> None:
     train = [sc for sc in SCENARIOS.values() if sc.role == "train"]
-    for run in load_suite().runs:
+    for run in load_suite(name).runs:
         held = get_scenario(run.scenario)
         assert not [t.name for t in train if may_share_jobs(t, held)], run.scenario
+
+
+def test_the_second_suite_is_on_weeks_no_scenario_of_the_first_reads() -> None:
+    """Its ground is the embedded late weeks only, measured and warmed up, so it shares no job with any other scenario."""
+    late = {get_scenario(r.scenario) for r in load_suite("heldout-late").runs}
+    assert {sc.trace for sc in late} == {"embedded:philly-late"}
+    assert set(load_suite("heldout-late").families()) == {"topdrl", "harmony", "maifs"}
+    others = [sc for sc in SCENARIOS.values() if sc not in late]
+    assert not [sc.name for sc in others if sc.trace == "embedded:philly-late"]
+    for sc in late:
+        assert (
+            4 * 7 * 86400
+            <= min(sc.start or 0.0, sc.warmup_start or math.inf)
+            < (sc.end or 0.0)
+            <= 8 * 7 * 86400
+        )
+
+
+def test_a_suite_is_named_or_given_by_path() -> None:
+    assert load_suite("heldout-late").source.endswith("heldout-late.toml")
+    with pytest.raises(ConfigError, match="cannot read the suite"):
+        load_suite("heldout-later")
 
 
 def test_suite_gavel_vcs_were_used_by_no_earlier_scenario() -> None:

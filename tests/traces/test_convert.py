@@ -16,7 +16,7 @@ import pytest
 
 from slurmrl.errors import SlurmrlError
 from slurmrl.traces import load_trace
-from slurmrl.traces.convert import CONVERTERS, convert
+from slurmrl.traces.convert import CONVERTERS, convert, philly_late
 from slurmrl.traces.fetch import fetch_entry
 from slurmrl.traces.registry import TraceEntry, TraceFile, registry
 
@@ -64,6 +64,25 @@ def test_philly_window_keeps_the_four_weeks_sorted_with_source_row_ids(tmp_path:
     ]
     trace = load_trace(tmp_path / "out.csv")
     assert trace.format == "normalized" and [j.num_gpus for j in trace.jobs] == [1, 8, 2]
+
+
+def test_philly_late_keeps_the_four_later_weeks_on_the_same_clock_and_ids(tmp_path: Path) -> None:
+    source = POLLUX_PHILLY + (
+        "2017-11-26 23:59:59,9.0,4,36.0,vcC\n"  # row 5 (the blank line is no row): the last second
+        "2017-11-27 00:00:00,3.0,1,3.0,vcC\n"  # row 6: the late window's end is excluded
+    )
+    (tmp_path / "philly.csv").write_text(source)
+    philly_late(tmp_path / "philly.csv", tmp_path / "late.csv.gz")
+    first = (tmp_path / "late.csv.gz").read_bytes()
+    rows = _csv(gzip.decompress(first))
+    assert rows == [
+        ["job_id", "user", "vc", "submit_time", "duration_s", "num_gpus", "num_nodes", "status", "job_type"],
+        ["philly-p000003", "", "vcA", str(28 * 86400), "5.0", "1", "", "", ""],
+        ["philly-p000005", "", "vcC", str(56 * 86400 - 1), "9.0", "4", "", "", ""],
+    ]
+    philly_late(tmp_path / "philly.csv", tmp_path / "again.csv.gz")
+    assert (tmp_path / "again.csv.gz").read_bytes() == first  # no time or name in the gzip header
+    assert not (tmp_path / "late.csv").exists()
 
 
 def test_openb_pods_in_the_normalized_schema(tmp_path: Path) -> None:

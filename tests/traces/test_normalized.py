@@ -88,6 +88,21 @@ def test_embedded_sample() -> None:
     assert data.stat().st_size < 400_000
 
 
+def test_embedded_late_weeks_follow_the_shared_window_on_its_clock() -> None:
+    trace = embedded_trace("philly-late")
+    assert trace.source == "embedded:philly-late" and len(trace.jobs) == 19_572
+    day = 86400
+    assert 28 * day <= trace.jobs[0].submit_time and trace.jobs[-1].submit_time < 56 * day
+    data = Path(__file__).resolve().parents[2] / "slurmrl" / "traces" / "data"
+    assert sum(f.stat().st_size for f in data.glob("*.csv.gz")) < 1_000_000  # every embedded trace
+
+
+@pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
+def test_late_weeks_share_no_job_with_the_shared_window() -> None:
+    late = {j.job_id for j in embedded_trace("philly-late").jobs}
+    assert late.isdisjoint(j.job_id for j in load_trace(PHILLY).jobs)
+
+
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
 def test_shared_philly_counts() -> None:
     # Its load time is printed by benchmarks/sim_speed.py, not asserted here.
