@@ -41,11 +41,15 @@ def _rows(source: Path) -> list[dict[str, str]]:
 
 
 def _write(out: Path, header: tuple[str, ...], rows: list[list[object]]) -> None:
+    out.write_bytes(_csv_bytes(header, rows))
+
+
+def _csv_bytes(header: tuple[str, ...], rows: list[list[object]]) -> bytes:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
-    out.write_bytes(buffer.getvalue().encode())
+    return buffer.getvalue().encode()
 
 
 def philly_window(source: Path, out: Path) -> None:
@@ -77,14 +81,10 @@ def philly_late(source: Path, out: Path) -> None:
     """
     picked = _philly_picked(source, *PHILLY_LATE, origin=PHILLY_WINDOW[0])
     rows = [_philly_normalized(submit, job_id, r) for submit, job_id, r in picked]
-    plain = out.with_suffix("")
-    _write(plain, NORMALIZED, rows)
-    with (
-        out.open("wb") as raw,
-        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as gz,
-    ):
-        gz.write(plain.read_bytes())
-    plain.unlink()
+    packed = io.BytesIO()
+    with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
+        gz.write(_csv_bytes(NORMALIZED, rows))
+    out.write_bytes(packed.getvalue())
 
 
 def _philly_picked(
