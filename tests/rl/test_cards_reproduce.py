@@ -51,6 +51,16 @@ ROWS = [
         16_834,
         3_819_431,
     ),
+    # The second held-out suite (heldout-late.toml), one row per family run there.
+    ("topdrl-philly", "philly-280-weeks5-6", (), 36_764, 2_923_828),
+    ("maifs-philly", "philly-280-weeks5-6", ("--elastic", "fraction:0.5"), 36_292, 3_058_873),
+    (
+        "harmony-philly+type-aware",
+        "philly-hetero416-weeks5-6",
+        ("--speed-model", "full", "--elastic", "off"),
+        35_100,
+        6_132_390,
+    ),
 ]
 
 
