@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurmrl.report.gap import GapClosure, format_stat, gap_closures, table_row, verdicts
-from slurmrl.scenarios.suite import SuiteRun, load_suite
+from slurmrl.scenarios.suite import DEFAULT_SUITE, SHIPPED_SUITES, SuiteRun, load_suite
 from slurmrl.sim.results import run_folder
 from slurmrl.sim.seeds import SeedStat, seed_stat
 
@@ -91,7 +91,7 @@ class Entry:
         ]
 
 
-def entries(family: str, out: Path, suite_name: str = "heldout") -> list[Entry]:
+def entries(family: str, out: Path, suite_name: str) -> list[Entry]:
     suite = load_suite(suite_name)
     seeds = suite.seeds
     if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
@@ -261,8 +261,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder of the compare runs")
     parser.add_argument(
         "--suite",
-        default="heldout",
-        help="a shipped suite (heldout, heldout-late) or a suite file; default: heldout",
+        default=DEFAULT_SUITE,
+        help=f"a shipped suite ({', '.join(SHIPPED_SUITES)}) or a suite file; default: {DEFAULT_SUITE}",
     )
     parser.add_argument("--run", action="store_true", help="run the commands whose results are missing")
     parser.add_argument("--only", default="", help="comma-separated scenarios: only these entries")

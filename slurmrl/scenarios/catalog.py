@@ -349,7 +349,9 @@ _HELDOUT = [
 # no policy, design or card had read when the suite was frozen. Sized by a rule
 # fixed beforehand: 8-GPU nodes, as many as make the offered load of weeks 5-6
 # nearest that of the first suite's cold entry (1.534 on 448 GPUs): 35 nodes,
-# 1.531 (34 give 1.576, 36 give 1.489), in 5 racks of 7. The heterogeneous
+# 1.531 (34 give 1.576, 36 give 1.489; the first line of `slurmrl simulate
+# --trace embedded:philly-late --start 2419200 --end 3628800 --cluster
+# 2x17x8:v100 --policy fifo`, to two places), in 5 racks of 7. The heterogeneous
 # cluster is hetero-640 with every rack's node count scaled by the same
 # 280/448 = 5/8 and rounded half up (416 GPUs).
 _HELDOUT_LATE = [

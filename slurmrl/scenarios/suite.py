@@ -47,10 +47,7 @@ class Suite:
 # The shipped suites by name: the first, and the second frozen on the Philly
 # weeks after the shared window once the first had been read by every design.
 SHIPPED_SUITES = {"heldout": "heldout.toml", "heldout-late": "heldout-late.toml"}
-
-
-def default_suite_path() -> Path:
-    return suite_path("heldout")
+DEFAULT_SUITE = "heldout"
 
 
 def suite_path(name_or_path: str) -> Path:
@@ -61,9 +58,9 @@ def suite_path(name_or_path: str) -> Path:
     return Path(str(resources.files("slurmrl.scenarios") / "data" / file))
 
 
-def load_suite(path: Path | str | None = None) -> Suite:
-    """Read and check a suite file: a path, a shipped suite's name, or by default the first suite."""
-    where = suite_path(str(path)) if path is not None else default_suite_path()
+def load_suite(path: Path | str = DEFAULT_SUITE) -> Suite:
+    """Read and check a suite file: a path, or a shipped suite's name (the first suite by default)."""
+    where = suite_path(str(path))
     try:
         data = tomllib.loads(where.read_text(encoding="utf-8"))
     except OSError as exc:
