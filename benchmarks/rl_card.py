@@ -2,7 +2,7 @@
 
 For every entry of the family in a frozen suite (``--suite``: the first,
 ``slurmrl/scenarios/data/heldout.toml``, by default; ``heldout-late``, the
-second) two ``slurmrl compare`` runs are made over the suite's seeds:
+second; ``heldout-tail``, the third) two ``slurmrl compare`` runs are made over the suite's seeds:
 
 * every deployable heuristic (each registered ordering x each placement) and
   the clairvoyant references (``sjf-oracle``, ``srtf-oracle``, and

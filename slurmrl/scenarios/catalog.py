@@ -16,6 +16,7 @@ OPENB_CLUSTER = "1x4x8:t4"
 PHILLY = "philly/philly_jobs_2017-10-02_to_2017-10-30.csv.gz"
 OPENB = "alibaba/openb_pods_v2023.csv.gz"
 PHILLY_LATE = "embedded:philly-late"  # weeks 5-8 of the same clock: days 28-56
+PHILLY_TAIL = "embedded:philly-tail"  # days 42-84 of the same clock: weeks 7-8 again, 9-10, the thin end
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,52 @@ _HELDOUT_LATE = [
         reference_gpu="p40",
     ),
 ]
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT + _HELDOUT_LATE}
+# The third held-out suite's ground (slurmrl/scenarios/data/heldout-tail.toml):
+# weeks 9-10 of the same clock (2017-11-27 to 12-11, days 56-70 of the
+# embedded philly-tail), which nothing had read when the suite was frozen.
+# Sized by the second suite's rule: 8-GPU nodes, as many as make the offered
+# load of weeks 9-10 nearest the first suite's cold entry's 1.534: 28 nodes,
+# 1.54 (27 give 1.60, 29 give 1.49; the first line of `slurmrl simulate
+# --trace embedded:philly-tail --start 4838400 --end 6048000 --cluster
+# 1x28x8:v100 --policy fifo`), in 4 racks of 7. The warm entry is taken over
+# after weeks 7-8 (read by the second suite) under slurm; the heterogeneous
+# cluster is hetero-640 with every rack's node count halved
+# (320 GPUs).
+_HELDOUT_TAIL = [
+    Scenario(
+        "philly-224-weeks9-10",
+        "Philly weeks 9-10 (the list's last busy fortnight) on 224 V100 GPUs: contended by size "
+        "(third held-out suite)",
+        PHILLY_TAIL,
+        "4x7x8:v100",
+        8 * WEEK,
+        10 * WEEK,
+        role="eval",
+    ),
+    Scenario(
+        "philly-224-weeks9-10-warm",
+        "Philly weeks 9-10 on 224 V100 GPUs, taken over after weeks 7-8 under slurm (third held-out suite)",
+        PHILLY_TAIL,
+        "4x7x8:v100",
+        8 * WEEK,
+        10 * WEEK,
+        role="eval",
+        warmup_start=6 * WEEK,
+        warm_policy="slurm",
+    ),
+    Scenario(
+        "philly-hetero320-weeks9-10",
+        "Philly weeks 9-10 on a 320-GPU V100/P100/K80 cluster (hetero-640 at 1/2), durations read as P40 times "
+        "(third held-out suite)",
+        PHILLY_TAIL,
+        "data:hetero-320.toml",
+        8 * WEEK,
+        10 * WEEK,
+        role="eval",
+        reference_gpu="p40",
+    ),
+]
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _LIST + _HELDOUT + _HELDOUT_LATE + _HELDOUT_TAIL}
 
 
 def scenario_names() -> list[str]:

@@ -44,14 +44,19 @@ class Suite:
         return tuple(r for r in self.runs if r.family == family)
 
 
-# The shipped suites by name: the first, and the second frozen on the Philly
-# weeks after the shared window once the first had been read by every design.
-SHIPPED_SUITES = {"heldout": "heldout.toml", "heldout-late": "heldout-late.toml"}
+# The shipped suites by name: the first, the second frozen on the Philly weeks
+# after the shared window once the first had been read by every design, and
+# the third on the list's last busy fortnight once the second had been read.
+SHIPPED_SUITES = {
+    "heldout": "heldout.toml",
+    "heldout-late": "heldout-late.toml",
+    "heldout-tail": "heldout-tail.toml",
+}
 DEFAULT_SUITE = "heldout"
 
 
 def suite_path(name_or_path: str) -> Path:
-    """A shipped suite by name (``heldout``, ``heldout-late``), else the path as given."""
+    """A shipped suite by name (``heldout``, ``heldout-late``, ``heldout-tail``), else the path as given."""
     file = SHIPPED_SUITES.get(name_or_path)
     if file is None:
         return Path(name_or_path)

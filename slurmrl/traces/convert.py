@@ -32,6 +32,9 @@ NORMALIZED = (
 )
 PHILLY_WINDOW = (datetime(2017, 10, 2), datetime(2017, 10, 30))  # 4 weeks, Monday to Monday
 PHILLY_LATE = (datetime(2017, 10, 30), datetime(2017, 11, 27))  # the 4 weeks after it
+# Six weeks from two before the list's end: weeks 7-8 again (a warm-up) and
+# weeks 9-10, then the thin last fortnight (the list's last job is submitted 2017-12-22).
+PHILLY_TAIL = (datetime(2017, 11, 13), datetime(2017, 12, 25))
 OPENB_STATUS = {"Succeeded": "COMPLETED", "Failed": "FAILED", "Running": "RUNNING", "Pending": "PENDING"}
 
 
@@ -69,17 +72,33 @@ def philly_window(source: Path, out: Path) -> None:
 
 
 def philly_late(source: Path, out: Path) -> None:
-    """Pollux's ``philly.csv`` -> the four weeks after the shared window, gzipped reproducibly.
+    """Pollux's ``philly.csv`` -> the four weeks after the shared window (``philly-late``).
 
     The same rows as :func:`philly_window` would give for 2017-10-30 to
     2017-11-27, on the same clock (seconds from 2017-10-02, so these are
     days 28-56 of it) and with the same ``job_id`` numbering, in the nine
     normalized columns only: the file the package embeds as
     ``philly-late`` (``slurmrl/traces/data/README.md``), which is why it is
-    no fetch conversion. Level-9 gzip with a zero header time, so the bytes
-    repeat.
+    no fetch conversion.
     """
-    picked = _philly_picked(source, *PHILLY_LATE, origin=PHILLY_WINDOW[0])
+    _philly_embedded(source, out, PHILLY_LATE)
+
+
+def philly_tail(source: Path, out: Path) -> None:
+    """Pollux's ``philly.csv`` -> days 42 to 84 of the same clock (``philly-tail``), cut as :func:`philly_late`.
+
+    Its first fortnight repeats the last of ``philly-late`` (same ids), so a
+    scenario on the fortnight after can be warmed up on it from one file.
+    """
+    _philly_embedded(source, out, PHILLY_TAIL)
+
+
+def _philly_embedded(source: Path, out: Path, window: tuple[datetime, datetime]) -> None:
+    """The normalized rows submitted in ``window`` on the shared window's clock, gzipped reproducibly.
+
+    Level-9 gzip with a zero header time and no name, so the bytes repeat.
+    """
+    picked = _philly_picked(source, *window, origin=PHILLY_WINDOW[0])
     rows = [_philly_normalized(submit, job_id, r) for submit, job_id, r in picked]
     packed = io.BytesIO()
     with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=9, mtime=0, filename="") as gz:

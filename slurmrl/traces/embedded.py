@@ -12,7 +12,11 @@ from slurmrl.errors import TraceError
 from slurmrl.traces import normalized
 from slurmrl.traces.schema import Trace
 
-EMBEDDED: dict[str, str] = {"philly-sample": "philly_sample.csv.gz", "philly-late": "philly_late.csv.gz"}
+EMBEDDED: dict[str, str] = {
+    "philly-sample": "philly_sample.csv.gz",
+    "philly-late": "philly_late.csv.gz",
+    "philly-tail": "philly_tail.csv.gz",
+}
 
 
 def embedded_trace(name: str = "philly-sample") -> Trace:

@@ -60,6 +60,18 @@ def test_the_second_suite_is_on_weeks_no_scenario_of_the_first_reads() -> None:
         )
 
 
+def test_the_third_suite_measures_only_weeks_no_other_scenario_reads() -> None:
+    """Weeks 9-10 of the embedded tail, warmed up on weeks 7-8 at most; no other scenario measures the tail."""
+    tail = {get_scenario(r.scenario) for r in load_suite("heldout-tail").runs}
+    assert {sc.trace for sc in tail} == {"embedded:philly-tail"}
+    assert set(load_suite("heldout-tail").families()) == {"topdrl", "harmony", "maifs"}
+    assert not [sc.name for sc in SCENARIOS.values() if sc not in tail and sc.trace == "embedded:philly-tail"]
+    week = 7 * 86400
+    for sc in tail:
+        assert (sc.start, sc.end) == (8 * week, 10 * week)
+        assert sc.warmup_start in (None, 6 * week)
+
+
 def test_a_suite_is_named_or_given_by_path() -> None:
     assert load_suite("heldout-late").source.endswith("heldout-late.toml")
     with pytest.raises(ConfigError, match="cannot read the suite"):

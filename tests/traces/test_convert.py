@@ -16,7 +16,7 @@ import pytest
 
 from slurmrl.errors import SlurmrlError
 from slurmrl.traces import load_trace
-from slurmrl.traces.convert import CONVERTERS, convert, philly_late
+from slurmrl.traces.convert import CONVERTERS, convert, philly_late, philly_tail
 from slurmrl.traces.fetch import fetch_entry
 from slurmrl.traces.registry import TraceEntry, TraceFile, registry
 
@@ -82,6 +82,19 @@ def test_philly_late_keeps_the_four_later_weeks_on_the_same_clock_and_ids(tmp_pa
     ]
     philly_late(tmp_path / "philly.csv", tmp_path / "again.csv.gz")
     assert (tmp_path / "again.csv.gz").read_bytes() == first  # no time or name in the gzip header
+
+
+def test_philly_tail_starts_two_weeks_before_the_late_weeks_end(tmp_path: Path) -> None:
+    source = POLLUX_PHILLY + (
+        "2017-11-12 23:59:59,9.0,4,36.0,vcC\n"  # row 5: before the tail
+        "2017-11-13 00:00:00,3.0,1,3.0,vcC\n"  # row 6: its first second
+        "2017-12-22 10:00:00,7.0,2,14.0,vcA\n"  # row 7: the list's last day
+    )
+    (tmp_path / "philly.csv").write_text(source)
+    philly_tail(tmp_path / "philly.csv", tmp_path / "tail.csv.gz")
+    rows = _csv(gzip.decompress((tmp_path / "tail.csv.gz").read_bytes()))
+    assert [r[0] for r in rows[1:]] == ["philly-p000006", "philly-p000007"]
+    assert [r[3] for r in rows[1:]] == [str(42 * 86400), str(81 * 86400 + 10 * 3600)]
 
 
 def test_openb_pods_in_the_normalized_schema(tmp_path: Path) -> None:

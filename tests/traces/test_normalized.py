@@ -97,6 +97,16 @@ def test_embedded_late_weeks_follow_the_shared_window_on_its_clock() -> None:
     assert sum(f.stat().st_size for f in data.glob("*.csv.gz")) < 1_000_000  # every embedded trace
 
 
+def test_embedded_tail_repeats_the_late_weeks_it_overlaps_and_ends_with_the_list() -> None:
+    tail = embedded_trace("philly-tail")
+    assert tail.source == "embedded:philly-tail" and len(tail.jobs) == 20_053
+    day = 86400
+    assert 42 * day <= tail.jobs[0].submit_time and tail.jobs[-1].submit_time < 84 * day
+    overlap = [j for j in tail.jobs if j.submit_time < 56 * day]
+    late = {j.job_id: j for j in embedded_trace("philly-late").jobs if j.submit_time >= 42 * day}
+    assert overlap == [late[j.job_id] for j in overlap] and len(overlap) == len(late)
+
+
 @pytest.mark.skipif(not PHILLY.exists(), reason="public trace not fetched (slurmrl traces fetch)")
 def test_late_weeks_share_no_job_with_the_shared_window() -> None:
     late = {j.job_id for j in embedded_trace("philly-late").jobs}
