@@ -262,6 +262,57 @@ _LIST = [
         warm_policy="slurm",
         reference_gpu="p40",
     ),
+    # Training ground as contended as the held-out suites' (offered load near
+    # their 1.53): weeks 1 and 2 of the shared window on 384 GPUs, where the
+    # preemptive clairvoyant bound is 3-8% below gittins-limit, against about
+    # 1% on the 512-GPU weeks; and the validation window on 320 GPUs, where it
+    # is 11% below (`slurmrl compare --scenario NAME --seed 0 --policies
+    # gittins-limit+topology,srtf-oracle+topology`).
+    Scenario(
+        "philly-384-week1",
+        "Philly week 1 of the shared window on 384 V100 GPUs, contended as the held-out suites (RL training)",
+        PHILLY,
+        "6x8x8:v100",
+        0.0,
+        WEEK,
+        role="train",
+    ),
+    Scenario(
+        "philly-384-week2-head",
+        "Philly week 2, days 7-11, on 384 V100 GPUs (contended RL training)",
+        PHILLY,
+        "6x8x8:v100",
+        WEEK,
+        WEEK + 4 * DAY,
+        role="train",
+    ),
+    Scenario(
+        "philly-320-week2-val",
+        "Philly week 2, days 11-14, on 320 V100 GPUs after days 7-11 under slurm (contended RL validation)",
+        PHILLY,
+        "5x8x8:v100",
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+    ),
+    # The validation window on a heterogeneous cluster as contended: hetero-416
+    # (offered load 1.09 here, against 0.71 on hetero-640), where a led
+    # policy's placement is chosen.
+    Scenario(
+        "philly-hetero416-week2-val",
+        "Philly week 2, days 11-14, on the 416-GPU V100/P100/K80 cluster after days 7-11 under slurm "
+        "(contended heterogeneous RL validation)",
+        PHILLY,
+        "data:hetero-416.toml",
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+        reference_gpu="p40",
+    ),
     _philly_week(3, "eval"),
     _philly_week(4, "eval"),
     # Gavel's msr per-VC traces (Gavel job types on Philly arrivals; the trace
