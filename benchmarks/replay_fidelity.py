@@ -29,6 +29,12 @@ from slurmrl.report.fidelity import format_fidelity, load_fidelity
 from slurmrl.sim.experiment import prepare, save_run
 from slurmrl.sim.results import read_results
 
+# A live replay cannot requeue (its jobs would sleep their duration again), so
+# topdrl is replayed as the non-preemptive checkpoint shipped until the third
+# held-out suite; the shipped one preempts (policies/topdrl-philly/card.md).
+TOPDRL_NON_PREEMPTIVE = (
+    Path(__file__).resolve().parents[1] / "policies" / "topdrl-philly" / "contended-val-seeds" / "0"
+)
 POLICIES = ("slurm", "fifo-backfill", "qssf", "topdrl")
 
 
@@ -51,7 +57,8 @@ def main() -> int:
         flush=True,
     )
     for name in args.policies.split(","):
-        setup = None if name == "slurm" else DaemonSetup(name)
+        policy = str(TOPDRL_NON_PREEMPTIVE) if name == "topdrl" else name
+        setup = None if name == "slurm" else DaemonSetup(policy, "type-aware" if name == "topdrl" else None)
         label = "stock-slurm" if setup is None else name
         request = ReplayRequest(workload, args.speedup, setup, args.out / "live" / label, conf)
         t0 = time.monotonic()

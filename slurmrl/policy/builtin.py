@@ -127,7 +127,8 @@ POLICIES: tuple[Entry, ...] = (
     Entry(
         "topdrl",
         "slurmrl.rl.topdrl:make_topdrl",
-        "TopDRL-style RL agent (CNN over the GPU grid) picks jobs over sjf-limit's pass (zero output = sjf-limit); trained on Philly weeks 1-2",
+        "TopDRL-style RL agent (CNN over the GPU grid) picks jobs over gittins-limit's pass (zero output = gittins-limit; "
+        "preemptive); trained on Philly weeks 1-2",
         default_placement="type-aware",
         learned=True,
         cost=21,

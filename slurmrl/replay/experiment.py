@@ -96,9 +96,12 @@ def run_twin(request: ReplayRequest, plan: ReplayPlan) -> RunOutput:
             settings=settings,
         )
         return replace(out, meta={**out.meta, "policy": STOCK, **extra})
+    from slurmrl.grid.cells import policy_target
+
+    # A checkpoint folder runs as the daemon loads it, named as the live run names it, so the two pair up.
     policy, placement = policy_label(request.setup)
-    out = run_policy(workload, policy, placement=placement, settings=settings)
-    return replace(out, meta={**out.meta, **extra})
+    out = run_policy(workload, policy_target(policy, placement), placement=placement, settings=settings)
+    return replace(out, meta={**out.meta, "policy": policy, **extra})
 
 
 def stock_policy(slurm_conf: str, speedup: float) -> Policy:

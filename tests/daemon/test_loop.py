@@ -16,6 +16,7 @@ from slurmrl.daemon.loop import Daemon
 from slurmrl.daemon.metrics import DaemonMetrics
 from slurmrl.daemon.record import Record
 from slurmrl.errors import PolicyError
+from slurmrl.policy.registry import make_policy
 from slurmrl.slurm.run import ControllerUnreachable, JobNotFound, RateLimited
 
 FakeSlurm, pending, running = fake_slurm.FakeSlurm, fake_slurm.pending, fake_slurm.running
@@ -339,13 +340,17 @@ def test_values_a_restarted_controller_lost_are_set_again(tmp_path: Path, mode: 
 
 @pytest.mark.parametrize("name", ["topdrl", "harmony", "maifs", "meta-rl"])
 def test_every_learned_policy_runs_in_the_daemon_by_name(tmp_path: Path, name: str) -> None:
-    """The shipped checkpoints decide on a controller's snapshot as they do in the simulator."""
+    """The shipped checkpoints decide on a controller's snapshot as they do in the simulator.
+
+    A preemptive one (topdrl, led by gittins-limit) runs only where the config lets the daemon requeue.
+    """
     jobs = [running("r1", "node01", range(8)), running("r2", "node02", range(4))] + [
         pending("11", 2, NOW - 300),
         pending("12", 4, NOW - 200),
         pending("13", 8, NOW - 100),
     ]
-    d, fake = make(tmp_path, jobs, policy=name, placement=None)
+    preempt = "requeue" if getattr(make_policy(name), "preemptive", False) else "off"
+    d, fake = make(tmp_path, jobs, policy=name, placement=None, preempt=preempt)
     out = d.cycle()
     assert out.error is None and out.plan.ranked == 3
     pinned = {job for _, job, _ in fake.writes("set_required_nodes")}

@@ -77,3 +77,21 @@ def test_safe_name_keeps_what_slurm_and_shells_read_alike() -> None:
     assert safe_name("application_1506638472019_10238") == "application_1506638472019_10238"
     assert safe_name("a b;rm -rf /") == "a_b_rm_-rf"
     assert safe_name("$$$") == "job"
+
+
+def test_twin_of_a_checkpoint_folder_runs_it_under_the_live_run_s_name(tmp_path) -> None:
+    """The daemon may run a checkpoint folder; its twin loads the same folder and pairs up by its path."""
+    from pathlib import Path
+
+    from slurmrl.replay.daemon_proc import DaemonSetup
+    from slurmrl.replay.experiment import ReplayRequest, make_plan, run_twin
+    from slurmrl.sim.experiment import prepare
+
+    folder = str(
+        Path(__file__).resolve().parents[2] / "policies" / "topdrl-philly" / "contended-val-seeds" / "0"
+    )
+    workload = prepare(trace="embedded:philly-sample", cluster="1x2x8:v100", limit=30)
+    request = ReplayRequest(workload, 100.0, DaemonSetup(folder, "type-aware"), tmp_path, "")
+    twin = run_twin(request, make_plan(request))
+    assert (twin.meta["policy"], twin.meta["placement"]) == (folder, "type-aware")
+    assert len(twin.records) == 30 and twin.summary["finished"] == 30
