@@ -95,10 +95,12 @@ def test_no_gap_without_a_heuristic_or_a_reference() -> None:
 
 def test_compare_prints_gap_closure_when_a_learned_policy_and_an_oracle_ran(tmp_path: Path) -> None:
     args = ["compare", "--limit", "150", "--cluster", "1x2x8", "--no-progress"]
-    result = CliRunner().invoke(main, [*args, "--policies", "fifo-backfill,sjf-limit,sjf-oracle,topdrl"])
+    policies = "fifo-backfill,sjf-limit,sjf-oracle,srtf-oracle,topdrl"
+    result = CliRunner().invoke(main, [*args, "--policies", policies])
     assert result.exception is None, result.output
     line = next(x for x in result.output.splitlines() if x.startswith("gap closure of topdrl+type-aware"))
-    assert "of avg JCT" in line and "excess over run time" in line and "O = sjf-oracle+first-fit*" in line
+    # topdrl preempts (led by gittins-limit), so its reference is the preemptive bound.
+    assert "of avg JCT" in line and "excess over run time" in line and "O = srtf-oracle+first-fit*" in line
     plain = CliRunner().invoke(main, [*args, "--policies", "fifo-backfill,sjf-oracle"])
     assert plain.exception is None and "gap closure" not in plain.output
     as_json = CliRunner().invoke(main, [*args, "--json", "--policies", "fifo-backfill,sjf-oracle,topdrl"])
@@ -143,7 +145,7 @@ def test_compare_rows_say_whether_a_policy_is_learned_and_preemptive() -> None:
     assert flags == {
         "tiresias": (True, False, True),
         "sjf-oracle": (False, False, False),
-        "topdrl": (True, True, False),
+        "topdrl": (True, True, True),  # led by gittins-limit
     }
 
 

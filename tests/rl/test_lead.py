@@ -61,10 +61,12 @@ def test_lead_prior_orders_proposals_then_stop_then_the_rest() -> None:
     assert list(np.argsort(-prior, kind="stable")) == [0, 1, 2, 6, 3, 4, 5]
 
 
-def test_a_checkpoint_names_its_lead_and_the_shipped_one_is_led_by_sjf_limit(tmp_path: Path) -> None:
+def test_a_checkpoint_names_its_lead_and_the_shipped_one_is_led_by_gittins_limit(tmp_path: Path) -> None:
     shipped = shipped_policy_dir()
-    assert read_checkpoint_config(shipped).lead == "sjf-limit"  # non-preemptive: the daemon can run it
-    assert not TopDRLPolicy.from_dir(shipped).preemptive
+    assert (
+        read_checkpoint_config(shipped).lead == "gittins-limit"
+    )  # preemptive: the daemon needs preempt = "requeue"
+    assert TopDRLPolicy.from_dir(shipped).preemptive
     folder = tmp_path / "led"
     shutil.copytree(shipped, folder)
     config = json.loads((folder / "config.json").read_text())
