@@ -159,7 +159,8 @@ POLICIES: tuple[Entry, ...] = (
     Entry(
         "maifs",
         "slurmrl.rl.maifs.policy:make_maifs",
-        "MAIFS-style multi-agent RL: a window of jobs choose GPU count (elastic range) and rack together, attention + coordination graph; trained on Philly weeks 1-2 with --elastic fraction:0.5",
+        "MAIFS-style multi-agent RL: a window of jobs choose GPU count (elastic range) and rack together, attention + "
+        "coordination graph, over gittins-limit's pass (preemptive); trained on Philly weeks 1-2 with --elastic fraction:0.5",
         default_placement="topology",
         learned=True,
         cost=17,

@@ -172,7 +172,7 @@ def test_maifs_and_harmony_checkpoints_name_their_lead(tmp_path: Path) -> None:
     from slurmrl.rl.maifs.policy import MaifsPolicy
 
     shipped = MaifsPolicy.from_dir(shipped_policy_dir("maifs-philly"))
-    assert shipped.lead is not None and shipped.lead.name == "sjf-limit"  # as it was trained
+    assert shipped.lead is not None and shipped.lead.name == "gittins-limit"  # as it was trained
     maifs = MaifsPolicy.from_dir(led_copy(tmp_path, "maifs-philly", "qssf"))
     assert maifs.lead is not None and maifs.lead.name == "qssf"
     assert HarmonyPolicy.from_dir(led_copy(tmp_path, "harmony-philly", True)).placement.lead
