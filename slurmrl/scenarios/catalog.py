@@ -92,6 +92,22 @@ def _philly_week(week: int, role: str) -> Scenario:
     )
 
 
+def _week2_val(name: str, cluster: str, description: str, reference_gpu: str = "") -> Scenario:
+    """The validation window, days 11-14 of the shared month after days 7-11 under slurm, on ``cluster``."""
+    return Scenario(
+        name,
+        description,
+        PHILLY,
+        cluster,
+        WEEK + 4 * DAY,
+        2 * WEEK,
+        role="train",
+        warmup_start=WEEK,
+        warm_policy="slurm",
+        reference_gpu=reference_gpu,
+    )
+
+
 GAVEL_MSR = "benchmarks/gavel/msr_seed0/{vc}.trace.gz"
 
 
@@ -222,44 +238,26 @@ _LIST = [
         WEEK + 4 * DAY,
         role="train",
     ),
-    Scenario(
+    _week2_val(
         "philly-512-week2-val",
-        "Philly week 2, days 11-14, on 512 V100 GPUs after days 7-11 under slurm (RL validation)",
-        PHILLY,
         RL_CLUSTER,
-        WEEK + 4 * DAY,
-        2 * WEEK,
-        role="train",
-        warmup_start=WEEK,
-        warm_policy="slurm",
+        "Philly week 2, days 11-14, on 512 V100 GPUs after days 7-11 under slurm (RL validation)",
     ),
     # The same validation window on 448 GPUs (7x8x8, offered load 1.02), the
     # size of the contended held-out weeks 3-4: a queue that stays long is where
     # a led policy holding long jobs back shows in the makespan.
-    Scenario(
+    _week2_val(
         "philly-448-week2-val",
-        "Philly week 2, days 11-14, on 448 V100 GPUs after days 7-11 under slurm (contended RL validation)",
-        PHILLY,
         "7x8x8:v100",
-        WEEK + 4 * DAY,
-        2 * WEEK,
-        role="train",
-        warmup_start=WEEK,
-        warm_policy="slurm",
+        "Philly week 2, days 11-14, on 448 V100 GPUs after days 7-11 under slurm (contended RL validation)",
     ),
     # The validation window once more on the heterogeneous cluster of
     # philly-hetero: where a policy's placement meets several GPU types.
-    Scenario(
+    _week2_val(
         "philly-hetero-week2-val",
+        "data:hetero-640.toml",
         "Philly week 2, days 11-14, on the 640-GPU V100/P100/K80 cluster after days 7-11 under slurm "
         "(heterogeneous RL validation)",
-        PHILLY,
-        "data:hetero-640.toml",
-        WEEK + 4 * DAY,
-        2 * WEEK,
-        role="train",
-        warmup_start=WEEK,
-        warm_policy="slurm",
         reference_gpu="p40",
     ),
     # Training ground as contended as the held-out suites' (offered load near
@@ -286,31 +284,19 @@ _LIST = [
         WEEK + 4 * DAY,
         role="train",
     ),
-    Scenario(
+    _week2_val(
         "philly-320-week2-val",
-        "Philly week 2, days 11-14, on 320 V100 GPUs after days 7-11 under slurm (contended RL validation)",
-        PHILLY,
         "5x8x8:v100",
-        WEEK + 4 * DAY,
-        2 * WEEK,
-        role="train",
-        warmup_start=WEEK,
-        warm_policy="slurm",
+        "Philly week 2, days 11-14, on 320 V100 GPUs after days 7-11 under slurm (contended RL validation)",
     ),
     # The validation window on a heterogeneous cluster as contended: hetero-416
     # (offered load 1.09 here, against 0.71 on hetero-640), where a led
     # policy's placement is chosen.
-    Scenario(
+    _week2_val(
         "philly-hetero416-week2-val",
+        "data:hetero-416.toml",
         "Philly week 2, days 11-14, on the 416-GPU V100/P100/K80 cluster after days 7-11 under slurm "
         "(contended heterogeneous RL validation)",
-        PHILLY,
-        "data:hetero-416.toml",
-        WEEK + 4 * DAY,
-        2 * WEEK,
-        role="train",
-        warmup_start=WEEK,
-        warm_policy="slurm",
         reference_gpu="p40",
     ),
     _philly_week(3, "eval"),
