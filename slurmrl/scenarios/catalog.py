@@ -434,8 +434,7 @@ _HELDOUT_LATE = [
 # --trace embedded:philly-tail --start 4838400 --end 6048000 --cluster
 # 1x28x8:v100 --policy fifo`), in 4 racks of 7. The warm entry is taken over
 # after weeks 7-8 (read by the second suite) under slurm; the heterogeneous
-# cluster is hetero-640 with every rack's node count halved
-# (320 GPUs).
+# cluster is hetero-640 with every rack's node count halved (320 GPUs).
 _HELDOUT_TAIL = [
     Scenario(
         "philly-224-weeks9-10",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from slurmrl.errors import ConfigError
+from slurmrl.replay.daemon_proc import DaemonSetup
+from slurmrl.replay.experiment import ReplayRequest, make_plan, run_twin
 from slurmrl.replay.plan import NAME_PREFIX, plan_replay, safe_name, submitted_trace
+from slurmrl.sim.experiment import prepare
 from slurmrl.traces.schema import Trace, TraceJob
 
 
@@ -79,14 +83,8 @@ def test_safe_name_keeps_what_slurm_and_shells_read_alike() -> None:
     assert safe_name("$$$") == "job"
 
 
-def test_twin_of_a_checkpoint_folder_runs_it_under_the_live_run_s_name(tmp_path) -> None:
+def test_twin_of_a_checkpoint_folder_runs_it_under_the_live_run_s_name(tmp_path: Path) -> None:
     """The daemon may run a checkpoint folder; its twin loads the same folder and pairs up by its path."""
-    from pathlib import Path
-
-    from slurmrl.replay.daemon_proc import DaemonSetup
-    from slurmrl.replay.experiment import ReplayRequest, make_plan, run_twin
-    from slurmrl.sim.experiment import prepare
-
     folder = str(
         Path(__file__).resolve().parents[2] / "policies" / "topdrl-philly" / "contended-val-seeds" / "0"
     )

@@ -63,9 +63,8 @@ def test_lead_prior_orders_proposals_then_stop_then_the_rest() -> None:
 
 def test_a_checkpoint_names_its_lead_and_the_shipped_one_is_led_by_gittins_limit(tmp_path: Path) -> None:
     shipped = shipped_policy_dir()
-    assert (
-        read_checkpoint_config(shipped).lead == "gittins-limit"
-    )  # preemptive: the daemon needs preempt = "requeue"
+    # Preemptive, as its lead: the daemon runs it only with preempt = "requeue".
+    assert read_checkpoint_config(shipped).lead == "gittins-limit"
     assert TopDRLPolicy.from_dir(shipped).preemptive
     folder = tmp_path / "led"
     shutil.copytree(shipped, folder)
