@@ -56,7 +56,7 @@ DEFAULT_SUITE = "heldout"
 
 
 def suite_path(name_or_path: str) -> Path:
-    """A shipped suite by name (``heldout``, ``heldout-late``, ``heldout-tail``), else the path as given."""
+    """A shipped suite by name (a key of :data:`SHIPPED_SUITES`), else the path as given."""
     file = SHIPPED_SUITES.get(name_or_path)
     if file is None:
         return Path(name_or_path)
