@@ -58,7 +58,7 @@ def from_accounting(
             continue
         view = with_requeues(job_view(job, job.job_id, start_time=job.start_time), requeued.get(job.job_id))
         run_time = max(0.0, job.end_time - job.start_time) + earlier_runs(view)
-        out.append(FinishedJob(view, end_time=job.end_time, run_time=run_time))
+        out.append(FinishedJob(view, end_time=job.end_time, run_time=run_time, from_accounting=True))
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from slurmrl.policy.view import ClusterView, Decisions, FinishedJob, JobView
+from slurmrl.policy.view import ClusterView, Decisions, JobView
 
 
 def _job(job: JobView, k: float) -> JobView:
@@ -36,7 +36,10 @@ def scale_view(view: ClusterView, k: float) -> ClusterView:
         now=view.now * k,
         pending=[_job(j, k) for j in view.pending],
         running=[_job(j, k) for j in view.running],
-        finished=[FinishedJob(_job(f.job, k), f.end_time * k, f.run_time * k) for f in view.finished],
+        finished=[
+            replace(f, job=_job(f.job, k), end_time=f.end_time * k, run_time=f.run_time * k)
+            for f in view.finished
+        ],
     )
 
 

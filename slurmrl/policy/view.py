@@ -113,6 +113,11 @@ class FinishedJob:
     job: JobView
     end_time: float
     run_time: float
+    # Read back from accounting when the policy started (the daemon's
+    # history_days, a warm start's --handover-history), not seen ending: an
+    # estimator may keep such a sample apart from its window of recent ends
+    # (slurmrl.policy.ordering.gittins).
+    from_accounting: bool = False
 
 
 @dataclass(frozen=True)

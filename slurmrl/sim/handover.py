@@ -79,7 +79,7 @@ def with_history(start: HandedOver, at: float, days: float) -> HandedOver:
     since = at - days * 86_400.0
     ended = [run for run in start.sim.runs.values() if since <= run.end <= start.view.now]
     ended.sort(key=lambda run: (run.end, run.view.job_id))
-    finished = [FinishedJob(run.view, run.end, run.run_time) for run in ended]
+    finished = [FinishedJob(run.view, run.end, run.run_time, from_accounting=True) for run in ended]
     return HandedOver(start.sim, replace(start.view, finished=finished), start.warm_wall)
 
 

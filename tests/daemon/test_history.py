@@ -116,6 +116,7 @@ def test_ended_jobs_in_the_window_come_back_as_finished_less_those_the_queue_sti
         ("3", 1200.0, "bob", "vision", 4),
     ]
     assert earlier.problem == "" and fake.calls[-1] == ("finished_jobs", "", (NOW - 7 * DAY, NOW))
+    assert all(f.from_accounting for f in earlier.jobs)
 
 
 def test_a_history_that_cannot_be_read_says_why_and_leaves_none() -> None:

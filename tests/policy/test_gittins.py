@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 from slurmrl.cluster.model import Placement
 from slurmrl.policy import make_policy
 from slurmrl.policy.ordering.gittins import (
+    CLASS_WINDOW,
     GRID,
+    HISTORY_WINDOW,
     MIN_SAMPLES,
     REFRESH_PERIOD,
     GittinsLimit,
@@ -82,6 +85,43 @@ def learned(pairs: list[tuple[float, float]]) -> RunTimes:
         runs.learn(job(f"done-{i}", limit), ran)
     runs.refresh()
     return runs
+
+
+def test_history_from_accounting_outlives_the_window_of_recent_ends_and_ages_with_it() -> None:
+    """A busy start's first ends are short: they fill the class's window but do not push out what
+    accounting told of the class, until as many recent ends have gone by."""
+    limit = 86400.0
+    runs = RunTimes()
+    for i in range(HISTORY_WINDOW):
+        runs.learn(job(f"old-{i}", limit), 40000.0, from_accounting=True)
+    for i in range(2 * CLASS_WINDOW):
+        runs.learn(job(f"new-{i}", limit), 60.0)
+    runs.refresh()
+    told = RunTimes()
+    for i in range(2 * CLASS_WINDOW):
+        told.learn(job(f"new-{i}", limit), 60.0)
+    told.refresh()
+    waiting = job("w", limit)
+    # CLASS_WINDOW recent ends went past a full window, aging as many of the history: a fresh ask
+    # keys on the rest and the recent ends together, well above what the recent ends alone say.
+    assert runs.key(waiting, 0.0) > 5 * told.key(waiting, 0.0)
+    for i in range(HISTORY_WINDOW - CLASS_WINDOW):
+        runs.learn(job(f"later-{i}", limit), 60.0)
+    runs.refresh()
+    assert runs.key(waiting, 0.0) == told.key(waiting, 0.0)  # aged out: the recent ends alone
+
+
+def test_gittins_limit_keeps_what_the_first_view_read_from_accounting_apart() -> None:
+    policy = GittinsLimit(FirstFit())
+    ended = [job(f"e{i}", 3600.0) for i in range(3)]
+    view = view_of("1x1x8", [], now=100.0)
+    policy.prepare(
+        replace(
+            view,
+            finished=[FinishedJob(j, 50.0, 600.0, from_accounting=i < 2) for i, j in enumerate(ended)],
+        )
+    )
+    assert policy.runs._count(None) == 3 and len(policy.runs._pooled_history) == 2
 
 
 @settings(max_examples=60, deadline=None)

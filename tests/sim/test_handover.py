@@ -177,6 +177,8 @@ def test_history_at_the_hand_over_is_the_warm_ups_jobs_that_ended_in_its_last_da
     )
     assert [f.job.job_id for f in warm.seen.finished] == [r.job_id for r in ended]
     assert [f.run_time for f in warm.seen.finished] == [r.run_time for r in ended]
+    assert all(f.from_accounting for f in warm.seen.finished)
+    assert not any(f.from_accounting for f in cold.seen.finished)  # seen ending, not read back
     assert {f.job.job_id for f in cold.seen.finished} < {
         r.job_id for r in ended
     }  # since the warm-up's last pass

@@ -36,7 +36,18 @@ the grid point below (it is expected to run about as long again). Until a class 
 and until those have, a job is keyed by its asked GPU-time, as in
 ``sjf-limit``. Curves are recomputed at most every :data:`REFRESH_PERIOD`,
 each once :data:`STALE_SHARE` of its samples is new; keys of waiting jobs
-hold in between. Preemption follows the SRTF bound's churn rules
+hold in between.
+
+A class's window keeps its :data:`CLASS_WINDOW` most recent ends, so that
+the curve follows the workload; but after a start on a busy cluster the
+first jobs to end are the short ones, and a window of them alone would
+key every long job as short for days. The jobs read back from accounting
+when the policy started (the daemon's ``history_days``;
+``FinishedJob.from_accounting``) are therefore kept apart, up to
+:data:`HISTORY_WINDOW` a class, and every curve is learned from them and
+the window together; each recent end that pushes an older one out of a
+full window also drops the oldest of the history, so that a daemon
+running for months learns from its own ends in the end. Preemption follows the SRTF bound's churn rules
 (:data:`~slurmrl.policy.ordering.oracle.PREEMPT_RATIO`,
 :data:`~slurmrl.policy.ordering.oracle.MIN_RUN`).
 """
@@ -57,6 +68,7 @@ from slurmrl.policy.view import ClusterView, JobView
 
 CLASS_WINDOW = 400  # recent ended jobs kept per limit class (our choice)
 POOLED_WINDOW = 2000  # recent ended jobs kept over every class (our choice)
+HISTORY_WINDOW = 4000  # jobs read from accounting at start kept per class, apart from the window (our choice)
 MIN_SAMPLES = 30  # a class (or the pool) with fewer is not trusted (our choice)
 HORIZON_SHARE = 0.1  # a horizon reaches at least this share of the samples still ahead (our choice)
 REFRESH_PERIOD = 300.0  # re-learn at most this often, as Slurm recomputes priorities
@@ -116,6 +128,9 @@ class RunTimes:
     def __init__(self) -> None:
         self._by_class: dict[int, deque[float]] = {}
         self._pooled: deque[float] = deque(maxlen=POOLED_WINDOW)
+        # Read from accounting at start, kept apart from the recent ends (see the module).
+        self._history: dict[int, deque[float]] = {}
+        self._pooled_history: deque[float] = deque(maxlen=POOLED_WINDOW * HISTORY_WINDOW // CLASS_WINDOW)
         self._curves: dict[int, np.ndarray] = {}
         self._new: dict[int | None, int] = {}  # samples learned since each curve (None: the pooled one)
         self._pooled_curve: np.ndarray | None = None
@@ -127,15 +142,25 @@ class RunTimes:
         self._row: dict[int, int] = {}  # limit class -> its row (the pooled row for a class without)
         self._pooled_row = -1  # -1: too few ended jobs for any curve
 
-    def learn(self, job: JobView, run_time: float) -> None:
+    def learn(self, job: JobView, run_time: float, *, from_accounting: bool = False) -> None:
+        """Learn an ended job's run time: into its class's window of recent ends, or, when it was
+        read from accounting at start, into the history kept apart from that window."""
         limit = limit_of(job)
         cls = limit_class(limit)
-        runs = self._by_class.get(cls)
+        by_class, pooled, size = (
+            (self._history, self._pooled_history, HISTORY_WINDOW)
+            if from_accounting
+            else (self._by_class, self._pooled, CLASS_WINDOW)
+        )
+        runs = by_class.get(cls)
         if runs is None:
-            runs = self._by_class[cls] = deque(maxlen=CLASS_WINDOW)
+            runs = by_class[cls] = deque(maxlen=size)
+        if not from_accounting:  # a recent end that pushes one out of a full window ages the history by one
+            _age(self._history.get(cls), full=len(runs) == runs.maxlen)
+            _age(self._pooled_history, full=len(self._pooled) == self._pooled.maxlen)
         fraction = max(0.0, run_time) / limit
         runs.append(fraction)
-        self._pooled.append(fraction)
+        pooled.append(fraction)
         self._new[cls] = self._new.get(cls, 0) + 1
         self._new[None] = self._new.get(None, 0) + 1
         self._classes.pop(job.job_id, None)
@@ -149,17 +174,16 @@ class RunTimes:
         stale = [
             c
             for c, n in self._new.items()
-            if n >= max(1, STALE_SHARE * len(self._pooled if c is None else self._by_class[c]))
-            and len(self._pooled if c is None else self._by_class[c]) >= MIN_SAMPLES
+            if n >= max(1, STALE_SHARE * self._count(c)) and self._count(c) >= MIN_SAMPLES
         ]
         if not stale:
             return False
         for cls in stale:
             del self._new[cls]
             if cls is None:
-                self._pooled_curve = investment_curve(np.array(self._pooled))
+                self._pooled_curve = investment_curve(self._samples(None))
             else:
-                self._curves[cls] = investment_curve(np.array(self._by_class[cls]))
+                self._curves[cls] = investment_curve(self._samples(cls))
         classes = sorted(self._curves)
         rows = [self._curves[c] for c in classes]
         if self._pooled_curve is not None:
@@ -169,6 +193,17 @@ class RunTimes:
         self._row = {c: i for i, c in enumerate(classes)}
         self._pooled_row = len(classes) if self._pooled_curve is not None else -1
         return True
+
+    def _count(self, cls: int | None) -> int:
+        """Samples of limit class ``cls`` (None: pooled), history and recent ends together."""
+        if cls is None:
+            return len(self._pooled) + len(self._pooled_history)
+        return len(self._by_class.get(cls, ())) + len(self._history.get(cls, ()))
+
+    def _samples(self, cls: int | None) -> np.ndarray:
+        if cls is None:
+            return np.array([*self._pooled_history, *self._pooled])
+        return np.array([*self._history.get(cls, ()), *self._by_class.get(cls, ())])
 
     def _class_of(self, job: JobView) -> tuple[float, int]:
         known = self._classes.get(job.job_id)
@@ -228,6 +263,12 @@ class RunTimes:
         return key, job.start_time + _GRID[nxt] * limit - job.attained_service / job.gpus
 
 
+def _age(history: deque[float] | None, *, full: bool) -> None:
+    """Drop the oldest history sample when a recent end is about to push one out of a full window."""
+    if full and history:
+        history.popleft()
+
+
 class GittinsLimit(PreemptiveScheduler):
     """Highest Gittins index first on the run times of ended jobs with like limits, preemptive."""
 
@@ -239,7 +280,7 @@ class GittinsLimit(PreemptiveScheduler):
 
     def prepare(self, view: ClusterView) -> None:
         for done in view.finished:
-            self.runs.learn(done.job, done.run_time)
+            self.runs.learn(done.job, done.run_time, from_accounting=done.from_accounting)
             self._pending_keys.pop(done.job.job_id, None)
         if view.now >= self._next_refresh and self.runs.refresh():
             self._next_refresh = view.now + REFRESH_PERIOD
