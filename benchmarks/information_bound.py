@@ -1,0 +1,128 @@
+"""How much of the gap to the clairvoyant bound a deployable order could close with what it may know.
+
+``gittins-limit`` ranks by a Gittins index on the run times of ended jobs
+with like limits; ``srtf-oracle`` ranks by each job's true remaining time.
+Between them lie two kinds of knowledge: of the *distribution* of run times
+(which the heuristic estimates from what has ended, and which accounting's
+history sharpens), and of each *job's own* run time (which Slurm never
+has). This benchmark measures each on training-side windows (scenarios of
+role "train"; the default is the contended validation window), several
+workload seeds:
+
+    H           gittins-limit as the suites run it: no history at a hand-over
+    H+history   the same handed the last DAYS of ended jobs at the hand-over, as
+                the daemon reads them from accounting (warm-started scenarios only)
+    known       Gittins on the run times of every job of the window, per class
+                of limit: the distribution known exactly, no job's own (a bound)
+    known-vc    the same per VC and class of limit (a bound)
+    O           srtf-oracle: every job's own remaining time (a bound)
+
+and prints each row's share of H's gap to O, (H - row) / (H - O). What
+``known`` closes is the most a deployable Gittins order could take from
+knowing the distribution better; the rest of the gap needs knowledge of each
+job's own run time, which a learned order has to find in what Slurm knows of
+a job before it runs (``python benchmarks/duration_signal.py``).
+
+    python benchmarks/information_bound.py [--scenario philly-320-week2-val] [--seeds 0,1,2]
+        [--placement topology] [--history-days 7] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from slurmrl.policy.backfill import DEFAULT_TIME_LIMIT, limit_of
+from slurmrl.policy.ordering.gittins import GittinsLimit, RunTimes, limit_class
+from slurmrl.policy.registry import make_placement, make_policy
+from slurmrl.policy.view import JobView
+from slurmrl.scenarios.catalog import get_scenario
+from slurmrl.sim.experiment import SimSettings, prepare, run_policy
+from slurmrl.traces.schema import TraceJob
+
+ROWS = ("H", "H+history", "known", "known-vc", "O")
+
+
+class KnownRunTimes(RunTimes):
+    """Every job's run time over its limit, learned before the first decision and never after: a bound."""
+
+    def __init__(self, jobs: Sequence[TraceJob], *, by_vc: bool) -> None:
+        super().__init__()
+        self.by_vc = by_vc
+        self._pooled_history = deque()
+        for job in jobs:
+            limit = job.time_limit if job.time_limit and job.time_limit > 0 else DEFAULT_TIME_LIMIT
+            cell = self._cell(limit, job.vc)
+            fraction = max(0.0, job.duration) / limit
+            self._history.setdefault(cell, deque()).append(fraction)  # type: ignore[arg-type]
+            self._pooled_history.append(fraction)
+        # Every curve is new: learn each from all of its samples at once.
+        self._new = {cell: len(runs) for cell, runs in self._history.items()}  # type: ignore[misc]
+        self._new[None] = len(self._pooled_history)
+        self.refresh()
+
+    def _cell(self, limit: float, vc: str) -> tuple[int, str]:
+        return (limit_class(limit), vc if self.by_vc else "")
+
+    def learn(self, job: JobView, run_time: float, *, from_accounting: bool = False) -> None:
+        """Nothing more to learn: every run time is known from the start."""
+
+    def _class_of(self, job: JobView) -> tuple[float, int]:
+        limit = limit_of(job)
+        return limit, self._cell(limit, job.group)  # type: ignore[return-value]
+
+
+def one(args: tuple[str, int, str, str, float]) -> tuple[str, int, float]:
+    """(row, seed, avg JCT) of one replay."""
+    scenario, seed, row, placement, days = args
+    workload = prepare(scenario=scenario, seed=seed)
+    settings = SimSettings(handover_history=days if row == "H+history" else 0.0)
+    if row in ("known", "known-vc"):
+        policy = GittinsLimit(make_placement(placement))
+        policy.runs = KnownRunTimes(workload.trace.jobs, by_vc=row == "known-vc")
+        policy.deployable = False
+    else:
+        policy = make_policy("srtf-oracle" if row == "O" else "gittins-limit", placement)
+    out = run_policy(workload, policy, settings=settings)
+    return row, seed, float(out.summary["avg_jct"])  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="philly-320-week2-val")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--placement", default="topology")
+    parser.add_argument("--history-days", type=float, default=7.0)
+    parser.add_argument("--jobs", type=int, default=2)
+    a = parser.parse_args()
+    scenario = get_scenario(a.scenario)
+    if scenario.role != "train":
+        raise SystemExit(
+            f"--scenario {a.scenario} has role '{scenario.role}': this benchmark reads training-side windows only"
+        )
+    seeds = [int(s) for s in a.seeds.split(",")]
+    rows = [r for r in ROWS if r != "H+history" or scenario.warmup_start is not None]
+    cells = [(a.scenario, s, row, a.placement, a.history_days) for row in rows for s in seeds]
+    with ProcessPoolExecutor(a.jobs) as pool:
+        jct = {(row, seed): v for row, seed, v in pool.map(one, cells)}
+    print(f"{a.scenario}, placement {a.placement}, seeds {a.seeds}: avg JCT (s), mean over seeds;")
+    print(
+        f"closure = (H - row) / (H - O), mean over seeds; H+history: {a.history_days:g} days at the hand-over"
+    )
+    for row in rows:
+        mean = statistics.fmean(jct[row, s] for s in seeds)
+        gaps = [
+            (jct["H", s] - jct[row, s]) / (jct["H", s] - jct["O", s])
+            for s in seeds
+            if jct["H", s] != jct["O", s]
+        ]
+        closes = f"{100 * statistics.fmean(gaps):6.1f}%" if gaps else "   n/a"
+        per = "  ".join(f"{jct[row, s]:,.1f}" for s in seeds)
+        print(f"  {row:<10}{mean:>12,.1f}  closure {closes}  seeds: {per}")
+
+
+if __name__ == "__main__":
+    main()
