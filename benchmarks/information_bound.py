@@ -12,8 +12,9 @@ workload seeds:
     H           gittins-limit as the suites run it: no history at a hand-over
     H+history   the same handed the last DAYS of ended jobs at the hand-over, as
                 the daemon reads them from accounting (warm-started scenarios only)
-    known       Gittins on the run times of every job of the window, per class
-                of limit: the distribution known exactly, no job's own (a bound)
+    known       Gittins on the run times of every job the replay holds (a warm
+                start's warm-up too), per class of limit: the distribution known
+                exactly, no job's own (a bound)
     known-vc    the same per VC and class of limit (a bound)
     O           srtf-oracle: every job's own remaining time (a bound)
 

@@ -47,7 +47,9 @@ when the policy started (the daemon's ``history_days``;
 :data:`HISTORY_WINDOW` a class, and every curve is learned from them and
 the window together; each recent end that pushes an older one out of a
 full window also drops the oldest of the history, so that a daemon
-running for months learns from its own ends in the end. Preemption follows the SRTF bound's churn rules
+running for months learns from its own ends in the end.
+
+Preemption follows the SRTF bound's churn rules
 (:data:`~slurmrl.policy.ordering.oracle.PREEMPT_RATIO`,
 :data:`~slurmrl.policy.ordering.oracle.MIN_RUN`).
 """
@@ -130,6 +132,7 @@ class RunTimes:
         self._pooled: deque[float] = deque(maxlen=POOLED_WINDOW)
         # Read from accounting at start, kept apart from the recent ends (see the module).
         self._history: dict[int, deque[float]] = {}
+        # Pooled, in the proportion of the classes' history to their windows.
         self._pooled_history: deque[float] = deque(maxlen=POOLED_WINDOW * HISTORY_WINDOW // CLASS_WINDOW)
         self._curves: dict[int, np.ndarray] = {}
         self._new: dict[int | None, int] = {}  # samples learned since each curve (None: the pooled one)
