@@ -11,6 +11,8 @@ the true duration of:
     limit          the time limit alone (what sjf-limit ranks by, times GPUs)
     group history  mean log run time of the group's jobs finished before the job was submitted
     user history   the same per user (only where the trace records users)
+    model history  the same per model class (only where the trace records them:
+                   the Gavel and Chronus traces)
     fit            least squares on log limit, log GPUs and both histories (with
                    whether each is known), fitted on the jobs of the fitting window
 
@@ -65,6 +67,7 @@ def table(jobs: Sequence[TraceJob]) -> pd.DataFrame:
     limits = [j.time_limit if j.time_limit and j.time_limit > 0 else UNKNOWN_LIMIT_S for j in jobs]
     group, group_n = history_columns(jobs, "vc")
     user, user_n = history_columns(jobs, "user")
+    model, model_n = history_columns(jobs, "model")
     first = jobs[0].submit_time if jobs else 0.0
     return pd.DataFrame(
         {
@@ -75,6 +78,8 @@ def table(jobs: Sequence[TraceJob]) -> pd.DataFrame:
             "group_known": (group_n > 0).astype(float),
             "user": user,
             "user_known": (user_n > 0).astype(float),
+            "model": model,
+            "model_known": (model_n > 0).astype(float),
             "log_duration": np.log1p([j.duration for j in jobs]),
         }
     )
@@ -123,10 +128,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     guess = predict(fit(train), scored)
     truth = scored["log_duration"]
     users = scored["user_known"].sum()
+    models = scored["model_known"].sum()
     print(
         f"{args.scenario} (seed {args.seed}, time limits {workload.time_limits}): "
         f"fitted on days {args.fit} ({len(train)} jobs), scored on days {args.score} ({len(scored)} jobs; "
-        f"{int(scored['group_known'].sum())} with group history, {int(users)} with user history)"
+        f"{int(scored['group_known'].sum())} with group history, {int(users)} with user history, "
+        f"{int(models)} with model history)"
     )
     rows = [
         ("limit", spearman(scored["log_limit"], truth)),
@@ -134,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         (
             "user history",
             spearman(scored["user"].where(scored["user_known"] > 0), truth) if users else math.nan,
+        ),
+        (
+            "model history",
+            spearman(scored["model"].where(scored["model_known"] > 0), truth) if models else math.nan,
         ),
         ("fit", spearman(guess, truth)),
     ]
