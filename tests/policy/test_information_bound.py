@@ -12,6 +12,7 @@ import numpy as np
 from slurmrl.policy.ordering.gittins import RunTimes
 from slurmrl.traces.schema import TraceJob
 from tests.policy.test_gittins import job
+from tests.policy.test_limit_baselines import view_of
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "information_bound.py"
 
@@ -49,10 +50,17 @@ def test_the_bound_keys_as_gittins_limit_told_every_run_time_and_learns_nothing_
     assert [known.key(j, 1e5) for j in asks] == before
 
 
+def test_a_table_is_handed_over_once_as_if_read_from_accounting() -> None:
+    table = [TraceJob(f"t{i}", 10.0 * i, 600.0 + i, 1, time_limit=3600.0) for i in range(40)]
+    policy = _module().Tabled("first-fit", table)
+    view = view_of("1x1x8", [], now=1e5)
+    policy.prepare(view)
+    assert policy.runs._count(None) == 40 and len(policy.runs._pooled_history) == 40
+    policy.prepare(view)
+    assert policy.runs._count(None) == 40
+
+
 def test_it_refuses_a_held_out_window() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--scenario", "philly-280-weeks7-8-warm"],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode != 0 and "training-side windows only" in done.stderr
+    for args in (["--scenario", "philly-280-weeks7-8-warm"], ["--table", "philly-448-weeks3-4"]):
+        done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+        assert done.returncode != 0 and "training-side windows only" in done.stderr, args
