@@ -33,6 +33,7 @@ from slurmrl.rl.features import CLUSTER_CHANNELS, GLOBAL_FEATURES, ObsConfig
 from slurmrl.rl.lead import check_lead, lead_policy
 from slurmrl.rl.nets.config import NetConfig, weight_shapes
 from slurmrl.rl.nets.numpy_nets import NumpyTopDRL
+from slurmrl.rl.run_times import hand_run_times, read_run_times
 from slurmrl.rl.window_policy import WindowPolicy
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class Checkpoint:
     # A deployable heuristic whose decisions lead the window (WindowPolicy's
     # ``lead``): "" for the original window (oldest + smallest asked GPU-time).
     lead: str = ""
+    # Run times of a training window handed to the lead as history
+    # (slurmrl.rl.run_times): a CSV file in the folder, "" for none.
+    run_times: str = ""
 
 
 def new_network(obs: ObsConfig, *, hidden: int = 64, conv: int = 16) -> TopDRLNet:
@@ -113,7 +117,10 @@ def read_checkpoint_config(directory: Path) -> Checkpoint:
             file=str(cfg_path),
         )
     lead = check_lead(str(raw.get("lead", "")), cfg_path)
-    return Checkpoint(net_cfg, obs, allow_wait, placement, lead)
+    run_times = str(raw.get("run_times", ""))
+    if run_times and not (directory / run_times).is_file():
+        raise PolicyError(f"'run_times': no file {run_times} in the checkpoint folder", file=str(cfg_path))
+    return Checkpoint(net_cfg, obs, allow_wait, placement, lead, run_times)
 
 
 def read_checkpoint(directory: Path) -> tuple[Checkpoint, dict[str, np.ndarray]]:
@@ -171,13 +178,16 @@ class TopDRLPolicy(WindowPolicy):
             obs = ObsConfig(window, min(obs.oldest, window), obs.models)
         place = placement or make_placement(ckpt.placement)
         weights = NumpyTopDRL(ckpt.net, state)
+        lead = lead_policy(ckpt.lead, place.name)
+        if ckpt.run_times:
+            hand_run_times(lead, read_run_times(directory / ckpt.run_times), directory / CONFIG)
         return cls(
             weights,
             obs,
             place,
             allow_wait=ckpt.allow_wait,
             name=f"topdrl:{directory.name}",
-            lead=lead_policy(ckpt.lead, place.name),
+            lead=lead,
         )
 
     @classmethod

@@ -59,6 +59,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -66,7 +67,7 @@ from slurmrl.policy.backfill import limit_of
 from slurmrl.policy.base import PlacementPolicy
 from slurmrl.policy.ordering.oracle import MIN_RUN, PREEMPT_RATIO
 from slurmrl.policy.ordering.preemptive import PreemptiveScheduler, run_per_gpu
-from slurmrl.policy.view import ClusterView, JobView
+from slurmrl.policy.view import ClusterView, FinishedJob, JobView
 
 CLASS_WINDOW = 400  # recent ended jobs kept per limit class (our choice)
 POOLED_WINDOW = 2000  # recent ended jobs kept over every class (our choice)
@@ -290,6 +291,12 @@ class GittinsLimit(PreemptiveScheduler):
             self._pending_keys.clear()
             if self.index is not None:
                 self.index.invalidate()
+
+    def remember(self, ended: Iterable[FinishedJob]) -> None:
+        """Take ``ended`` as history read from accounting (a checkpoint's run-time table,
+        :mod:`slurmrl.rl.run_times`); the curves learn it at the next pass."""
+        for done in ended:
+            self.runs.learn(done.job, done.run_time, from_accounting=True)
 
     def key(self, job: JobView, now: float) -> tuple[float, float, str]:
         return (self.runs.key(job, now), job.submit_time, job.job_id)
