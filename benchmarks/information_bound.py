@@ -39,12 +39,11 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 
 from slurmrl.policy.backfill import DEFAULT_TIME_LIMIT, limit_of
 from slurmrl.policy.ordering.gittins import GittinsLimit, RunTimes, limit_class
 from slurmrl.policy.registry import make_placement, make_policy
-from slurmrl.policy.view import ClusterView, FinishedJob, JobView
+from slurmrl.policy.view import FinishedJob, JobView
 from slurmrl.scenarios.catalog import get_scenario
 from slurmrl.sim.experiment import SimSettings, prepare, run_policy
 from slurmrl.traces.schema import TraceJob
@@ -81,27 +80,21 @@ class KnownRunTimes(RunTimes):
         return limit, self._cell(limit, job.group)  # type: ignore[return-value]
 
 
-class Tabled(GittinsLimit):
-    """gittins-limit handed a table of run times with its first view, as if read from accounting."""
-
-    def __init__(self, placement: str, table: Sequence[TraceJob]) -> None:
-        super().__init__(make_placement(placement))
-        ended = [
-            FinishedJob(
-                JobView(j.job_id, j.num_gpus, j.submit_time, time_limit=j.time_limit),
-                j.submit_time + j.duration,
-                j.duration,
-                from_accounting=True,
-            )
-            for j in table
-        ]
-        self._table: list[FinishedJob] | None = sorted(ended, key=lambda f: f.end_time)
-
-    def prepare(self, view: ClusterView) -> None:
-        if self._table is not None:
-            view = replace(view, finished=[*self._table, *view.finished])
-            self._table = None
-        super().prepare(view)
+def tabled(placement: str, table: Sequence[TraceJob]) -> GittinsLimit:
+    """gittins-limit handed a table of run times, oldest end first, as a checkpoint's ``run_times``
+    hands its lead (:meth:`GittinsLimit.remember`): as if read from accounting."""
+    policy = GittinsLimit(make_placement(placement))
+    ended = [
+        FinishedJob(
+            JobView(j.job_id, j.num_gpus, j.submit_time, time_limit=j.time_limit),
+            j.submit_time + j.duration,
+            j.duration,
+            from_accounting=True,
+        )
+        for j in table
+    ]
+    policy.remember(sorted(ended, key=lambda f: f.end_time))
+    return policy
 
 
 def one(args: tuple[str, int, str, str, float, str]) -> tuple[str, int, float]:
@@ -114,7 +107,7 @@ def one(args: tuple[str, int, str, str, float, str]) -> tuple[str, int, float]:
         policy.runs = KnownRunTimes(workload.trace.jobs, by_vc=row == "known-vc")
         policy.deployable = False
     elif "table" in row:
-        policy = Tabled(placement, prepare(scenario=table, seed=seed).trace.jobs)
+        policy = tabled(placement, prepare(scenario=table, seed=seed).trace.jobs)
     else:
         policy = make_policy("srtf-oracle" if row == "O" else "gittins-limit", placement)
     out = run_policy(workload, policy, settings=settings)

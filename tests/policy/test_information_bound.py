@@ -52,7 +52,7 @@ def test_the_bound_keys_as_gittins_limit_told_every_run_time_and_learns_nothing_
 
 def test_a_table_is_handed_over_once_as_if_read_from_accounting() -> None:
     table = [TraceJob(f"t{i}", 10.0 * i, 600.0 + i, 1, time_limit=3600.0) for i in range(40)]
-    policy = _module().Tabled("first-fit", table)
+    policy = _module().tabled("first-fit", table)
     view = view_of("1x1x8", [], now=1e5)
     policy.prepare(view)
     assert policy.runs._count(None) == 40 and len(policy.runs._pooled_history) == 40
